@@ -1,0 +1,198 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpurt.runtime_gate developers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Pure logic over a parsed containerd config (a dict from a TOML parser).
+
+Works on every config version containerd reads: version 1 (``plugins.cri``),
+version 2 (``plugins."io.containerd.grpc.v1.cri"``) and version 3/4
+(``plugins."io.containerd.cri.v1.runtime"``). No third-party imports and no
+tomllib here: this file also ships to target hosts running Python 3.8.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import re
+
+CRI_PLUGIN_V1 = "cri"
+CRI_PLUGIN_V2 = "io.containerd.grpc.v1.cri"
+CRI_PLUGIN_V3 = "io.containerd.cri.v1.runtime"
+CRI_PLUGIN_NAMES = (CRI_PLUGIN_V3, CRI_PLUGIN_V2, CRI_PLUGIN_V1)
+
+
+class ConfigShapeError(ValueError):
+    """The document parsed as TOML but is not shaped like a containerd config."""
+
+
+def config_version(doc, default=1):
+    """The ``version`` key of a config document; containerd treats a missing one as 1."""
+    version = doc.get("version", default)
+    if isinstance(version, bool) or not isinstance(version, int):
+        raise ConfigShapeError("'version' must be an integer, got %r" % (version,))
+    return version
+
+
+def _table(value, where):
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise ConfigShapeError("%s must be a table, got %s" % (where, type(value).__name__))
+    return value
+
+
+def cri_sections(doc):
+    """Yield (plugin_name, plugin_table) for every CRI plugin section present in doc."""
+    plugins = _table(doc.get("plugins"), "'plugins'")
+    for name in CRI_PLUGIN_NAMES:
+        if name in plugins:
+            yield name, _table(plugins[name], "plugins.%r" % name)
+
+
+def _runtime_summary(name, table):
+    table = _table(table, "runtime %r" % name)
+    options = _table(table.get("options"), "runtime %r options" % name)
+    systemd = options.get("SystemdCgroup")
+    return {
+        "name": name,
+        "runtime_type": table.get("runtime_type", ""),
+        "runtime_path": table.get("runtime_path", ""),
+        "binary_name": options.get("BinaryName", "") or "",
+        "systemd_cgroup": systemd if isinstance(systemd, bool) else None,
+        "cdi_devices": bool(table.get("cdi_devices")) if "cdi_devices" in table else None,
+    }
+
+
+def runtimes_by_plugin(doc):
+    """{plugin_name: {runtime_name: summary}} for every CRI plugin section in doc."""
+    found = {}
+    for plugin, section in cri_sections(doc):
+        if "containerd" not in section:
+            continue  # 2.x keeps a runtime-less io.containerd.grpc.v1.cri for the gRPC service
+        containerd = _table(section.get("containerd"), "plugins.%r.containerd" % plugin)
+        runtimes = _table(containerd.get("runtimes"), "plugins.%r.containerd.runtimes" % plugin)
+        found[plugin] = dict((name, _runtime_summary(name, table)) for name, table in runtimes.items())
+    return found
+
+
+def _first(sections, key, default=None):
+    """Value of key in the first CRI section (v3 name first) that sets it."""
+    for section in sections:
+        if key in section:
+            return section[key]
+    return default
+
+
+def summarize(doc):
+    """Summary of a loaded config: what the CRI plugin will actually use.
+
+    ``runtimes`` merges the runtimes of every CRI plugin section; a name found
+    under both the v3 and the v2 plugin names keeps the v3 entry, which is the
+    one a 2.x containerd uses.
+    """
+    if not isinstance(doc, dict):
+        raise ConfigShapeError("a containerd config must be a TOML table")
+    version = config_version(doc)
+    by_plugin = runtimes_by_plugin(doc)
+    runtimes = {}
+    for plugin in reversed(CRI_PLUGIN_NAMES):
+        for name, summary in by_plugin.get(plugin, {}).items():
+            runtimes[name] = dict(summary, plugin=plugin)
+    sections = [section for _name, section in cri_sections(doc)]
+    containerd_tables = [_table(s.get("containerd"), "containerd") for s in sections]
+    imports = doc.get("imports", [])
+    if not isinstance(imports, list) or not all(isinstance(item, str) for item in imports):
+        raise ConfigShapeError("'imports' must be a list of strings")
+    cdi_dirs = _first(sections, "cdi_spec_dirs", [])
+    return {
+        "version": version,
+        "imports": list(imports),
+        "cri_plugins": sorted(by_plugin),
+        "runtimes": runtimes,
+        "runtime_names": sorted(runtimes),
+        "default_runtime_name": _first(containerd_tables, "default_runtime_name", ""),
+        "enable_cdi": bool(_first(sections, "enable_cdi", False)),
+        "cdi_spec_dirs": list(cdi_dirs) if isinstance(cdi_dirs, list) else [],
+    }
+
+
+# containerd reads the runtimes of a file from the plugin name that matches the
+# file's config version. Measured with containerd 1.6.20, 1.7.24 and 2.1.9.
+_PLUGIN_READ_BY = {
+    (1, 1): (CRI_PLUGIN_V1,),
+    (1, 2): (CRI_PLUGIN_V2,),
+    (1, 3): (CRI_PLUGIN_V2,),  # 1.6 only; 1.7 refuses version 3 outright
+    (2, 1): (CRI_PLUGIN_V3,),
+    (2, 2): (CRI_PLUGIN_V2, CRI_PLUGIN_V1, CRI_PLUGIN_V3),
+    (2, 3): (CRI_PLUGIN_V3,),
+    (2, 4): (CRI_PLUGIN_V3,),
+}
+
+
+def plugins_read(containerd_major, file_version):
+    """CRI plugin names whose runtimes containerd of that major reads from such a file."""
+    major = 1 if containerd_major < 2 else 2
+    version = max(1, file_version)
+    key = (major, version)
+    if key not in _PLUGIN_READ_BY:
+        key = (major, max(v for m, v in _PLUGIN_READ_BY if m == major))
+    return _PLUGIN_READ_BY[key]
+
+
+def ignored_plugin_reason(containerd_major, file_version, plugin):
+    """Why containerd ignores runtimes written under plugin in a file of file_version, or None."""
+    read = plugins_read(containerd_major, file_version)
+    if plugin in read:
+        return None
+    major = "1.x" if containerd_major < 2 else "2.x"
+    return (
+        "containerd %s reads the runtimes of a version %d file from plugins.%s, "
+        "not plugins.%s" % (major, max(1, file_version), " / plugins.".join('"%s"' % p for p in read), '"%s"' % plugin)
+    )
+
+
+# --- host-side helpers: no TOML parser on Python 3.8 targets, so these read the
+# few top-level values the host must act on straight from the text.
+
+_STRING = r'"(?:[^"\\\n]|\\.)*"|\'[^\'\n]*\''
+_STRING_RE = re.compile(_STRING)
+_TABLE_HEADER_RE = re.compile(r"^[ \t]*\[", re.MULTILINE)
+_BINARY_NAME_RE = re.compile(r'^[ \t]*BinaryName[ \t]*=[ \t]*(' + _STRING + r')', re.MULTILINE)
+_VERSION_RE = re.compile(r"^[ \t]*version[ \t]*=[ \t]*(\d+)", re.MULTILINE)
+
+
+def _unquote(literal):
+    if literal.startswith("'"):
+        return literal[1:-1]
+    body = literal[1:-1]
+    return re.sub(r'\\(["\\/bfnrt])', lambda m: {"b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}.get(m.group(1), m.group(1)), body)
+
+
+def _top_level(text):
+    """The part of a TOML text before its first table header."""
+    match = _TABLE_HEADER_RE.search(text)
+    return text[:match.start()] if match else text
+
+
+def string_array(text, key):
+    """The first ``key = [ "...", ... ]`` array of strings in a TOML text, or None."""
+    pattern = r'^[ \t]*' + re.escape(key) + r'[ \t]*=[ \t]*\[((?:' + _STRING + r'|[^\]"\'])*)\]'
+    match = re.search(pattern, text, re.MULTILINE)
+    if not match:
+        return None
+    return [_unquote(item) for item in _STRING_RE.findall(match.group(1))]
+
+
+def top_level_imports(text):
+    """The top-level ``imports`` list of a TOML text, read without a TOML parser."""
+    return string_array(_top_level(text), "imports") or []
+
+
+def top_level_version(text):
+    match = _VERSION_RE.search(_top_level(text))
+    return int(match.group(1)) if match else None
+
+
+def binary_names(text):
+    """Every non-empty ``BinaryName`` value in a TOML text."""
+    return sorted(set(v for v in (_unquote(m) for m in _BINARY_NAME_RE.findall(text)) if v))

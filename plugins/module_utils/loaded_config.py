@@ -1,0 +1,55 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpurt.runtime_gate developers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Controller side of gathering: turn the texts a node reported into parsed summaries."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.gpurt.runtime_gate.plugins.module_utils import containerd_config
+from ansible_collections.gpurt.runtime_gate.plugins.module_utils import toml_document
+
+
+class DumpError(ValueError):
+    pass
+
+
+def summarize_dump(text, source="containerd config dump output"):
+    """Summary of a dump text; DumpError (never another exception) on bad input."""
+    if text is None or not str(text).strip():
+        raise DumpError("%s is empty" % source)
+    try:
+        doc = toml_document.loads(text, source)
+        return containerd_config.summarize(doc)
+    except (toml_document.TomlError, containerd_config.ConfigShapeError) as exc:
+        raise DumpError(str(exc) if isinstance(exc, toml_document.TomlError) else "%s: %s" % (source, exc))
+
+
+def summarize_file(entry):
+    """Parsed facts of one config file a node reported: version, runtimes per plugin, imports."""
+    summary = {"path": entry["path"], "role": entry["role"], "error": entry.get("error")}
+    if entry.get("content") is None:
+        return summary
+    try:
+        doc = toml_document.loads(entry["content"], entry["path"])
+        summary.update(
+            version=containerd_config.config_version(doc),
+            version_written="version" in doc,
+            runtimes_by_plugin=dict(
+                (plugin, sorted(runtimes)) for plugin, runtimes in containerd_config.runtimes_by_plugin(doc).items()
+            ),
+            plugins=sorted((doc.get("plugins") or {}).keys()) if isinstance(doc.get("plugins"), dict) else [],
+            imports=doc.get("imports", []),
+        )
+    except (toml_document.TomlError, containerd_config.ConfigShapeError) as exc:
+        summary["error"] = str(exc)
+    return summary
+
+
+def parse_gathered(result):
+    """Add ``loaded`` (the dump) and ``files[*].parsed`` to a containerd_config_info result."""
+    result["loaded"] = summarize_dump(result.get("dump"))
+    for entry in result.get("files", []):
+        entry["parsed"] = summarize_file(entry)
+    return result

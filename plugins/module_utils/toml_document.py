@@ -1,0 +1,122 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpurt.runtime_gate developers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""TOML in and out, on the controller.
+
+Reading uses the standard library's tomllib (Python 3.11+, the controller's
+minimum). Writing needs no library: containerd configs use tables, strings,
+integers, floats, booleans and arrays, which is what ``dumps`` emits.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import datetime
+import math
+import re
+
+try:
+    import tomllib
+except ImportError:  # pragma: no cover - only on a controller older than 3.11
+    tomllib = None
+
+
+class TomlError(ValueError):
+    """A text that is not TOML, with a message fit for a task result."""
+
+
+def loads(text, source="config"):
+    """Parse TOML text; raise TomlError naming the source and position on bad input."""
+    if tomllib is None:
+        raise TomlError("parsing TOML needs Python 3.11+ (tomllib) on the controller")
+    if isinstance(text, bytes):
+        try:
+            text = text.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise TomlError("%s is not UTF-8 text (bad byte at offset %d)" % (source, exc.start))
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise TomlError("%s is not valid TOML: %s" % (source, exc))
+    except RecursionError:
+        raise TomlError("%s is not valid TOML: nested too deeply" % source)
+
+
+_BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
+_ESCAPES = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\t": "\\t", "\n": "\\n", "\f": "\\f", "\r": "\\r"}
+
+
+def _string(value):
+    out = []
+    for char in value:
+        if char in _ESCAPES:
+            out.append(_ESCAPES[char])
+        elif ord(char) < 0x20 or ord(char) == 0x7F:
+            out.append("\\u%04x" % ord(char))
+        else:
+            out.append(char)
+    return '"%s"' % "".join(out)
+
+
+def _key(key):
+    return key if _BARE_KEY.match(key) else _string(key)
+
+
+def _value(value):
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "nan"
+        if math.isinf(value):
+            return "inf" if value > 0 else "-inf"
+        return repr(value)
+    if isinstance(value, str):
+        return _string(value)
+    if isinstance(value, (datetime.datetime, datetime.date, datetime.time)):
+        return value.isoformat()
+    if isinstance(value, (list, tuple)):
+        return "[%s]" % ", ".join(_value(item) for item in value)
+    if isinstance(value, dict):
+        return "{%s}" % ", ".join("%s = %s" % (_key(k), _value(v)) for k, v in value.items())
+    raise TomlError("cannot write a %s as TOML" % type(value).__name__)
+
+
+def _is_table_array(value):
+    return isinstance(value, list) and value != [] and all(isinstance(item, dict) for item in value)
+
+
+def _emit(lines, path, table, depth):
+    scalars = [(k, v) for k, v in table.items() if not isinstance(v, dict) and not _is_table_array(v)]
+    tables = [(k, v) for k, v in table.items() if isinstance(v, dict)]
+    arrays = [(k, v) for k, v in table.items() if _is_table_array(v)]
+    indent = "  " * depth
+    for key, value in scalars:
+        lines.append("%s%s = %s" % (indent, _key(key), _value(value)))
+    for key, value in tables:
+        sub = path + [key]
+        has_scalars = any(not isinstance(v, dict) and not _is_table_array(v) for v in value.values())
+        if has_scalars or not value:
+            if lines and lines[-1] != "":
+                lines.append("")
+            lines.append("%s[%s]" % ("  " * depth, ".".join(_key(k) for k in sub)))
+        _emit(lines, sub, value, depth + 1)
+    for key, items in arrays:
+        sub = path + [key]
+        for item in items:
+            if lines and lines[-1] != "":
+                lines.append("")
+            lines.append("%s[[%s]]" % ("  " * depth, ".".join(_key(k) for k in sub)))
+            _emit(lines, sub, item, depth + 1)
+
+
+def dumps(doc):
+    """TOML text for a dict; ``loads(dumps(doc)) == doc`` for what containerd uses."""
+    if not isinstance(doc, dict):
+        raise TomlError("a TOML document must be a table")
+    lines = []
+    _emit(lines, [], doc, 0)
+    return "\n".join(lines).strip("\n") + "\n"

@@ -1,0 +1,411 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpurt.runtime_gate developers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: containerd_config_info
+short_description: Gather the loaded containerd config of a node
+description:
+  - Runs C(containerd [--config PATH] config dump) on the node, which prints the merged config
+    the next containerd start loads, and C(containerd --version).
+  - Reports, for every C(imports) entry of the config files, the files it matches on this node,
+    because containerd 1.x dumps only the merged files and 2.x only the patterns.
+  - Reads the config file, every imported file and every file in the drop-in directories, the
+    kubelet config and the CDI specs, and checks that runtime binaries and CDI host paths exist,
+    so that M(gpurt.runtime_gate.runtime_check) can judge the node without another round trip.
+  - The TOML is parsed on the controller (this module's action plugin), so the node needs only
+    Python 3.8+ and no third-party packages.
+  - Read-only. Never changes the node.
+version_added: 0.1.0
+author:
+  - gpurt.runtime_gate developers
+options:
+  containerd_bin:
+    description:
+      - The containerd binary, as a path or a name looked up in E(PATH).
+    type: str
+    default: containerd
+  config_path:
+    description:
+      - The main containerd config file, passed as C(--config).
+      - When it does not exist the dump is C(containerd config default), which is what containerd
+        loads without a file.
+    type: path
+    default: /etc/containerd/config.toml
+  dropin_dirs:
+    description:
+      - Directories searched for drop-in files that no C(imports) entry matches (orphans).
+      - Defaults to C(conf.d) and C(config.d) next to O(config_path). The second is where a released
+        C(nvidia-ctk) wrote its drop-in while containerd imported C(conf.d).
+    type: list
+    elements: path
+  kubelet_config_path:
+    description:
+      - The kubelet config file, read for its C(cgroupDriver). Missing is not an error.
+    type: path
+    default: /var/lib/kubelet/config.yaml
+  cdi_spec_dirs:
+    description:
+      - Directories of CDI specs to read. Defaults to the loaded config's C(cdi_spec_dirs), or
+        C(/etc/cdi) and C(/var/run/cdi) when the config names none.
+    type: list
+    elements: path
+  timeout:
+    description:
+      - Seconds each containerd command may run before it is killed and the task fails.
+    type: int
+    default: 30
+  max_file_bytes:
+    description:
+      - Files larger than this are reported with an error instead of read.
+    type: int
+    default: 1048576
+  max_dump_bytes:
+    description:
+      - A dump larger than this fails the task instead of being returned.
+    type: int
+    default: 67108864
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: none
+notes:
+  - A running containerd loaded its config when it started. The dump shows what the next
+    restart loads; C(crictl info) shows what runs now.
+seealso:
+  - module: gpurt.runtime_gate.runtime_check
+"""
+
+EXAMPLES = r"""
+- name: Gather the loaded containerd config
+  gpurt.runtime_gate.containerd_config_info:
+  register: gpurt_loaded
+
+- name: A node whose config lives elsewhere
+  gpurt.runtime_gate.containerd_config_info:
+    containerd_bin: /opt/containerd/bin/containerd
+    config_path: /etc/containerd/config.toml
+    dropin_dirs:
+      - /etc/containerd/conf.d
+    timeout: 10
+
+- name: Show the loaded runtime names
+  ansible.builtin.debug:
+    msg: "{{ gpurt_loaded.loaded.runtime_names }}"
+"""
+
+RETURN = r"""
+containerd_bin:
+  description: The containerd binary that ran.
+  returned: always
+  type: str
+version:
+  description: The containerd release, as C(containerd --version) prints it.
+  returned: success
+  type: str
+  sample: 2.1.9
+version_major:
+  description: Major release number.
+  returned: success
+  type: int
+  sample: 2
+version_minor:
+  description: Minor release number.
+  returned: success
+  type: int
+  sample: 1
+config_path:
+  description: The config file given to containerd.
+  returned: always
+  type: str
+config_exists:
+  description: Whether O(config_path) exists; when not, RV(dump) is C(containerd config default).
+  returned: success
+  type: bool
+dump:
+  description: The merged config containerd loads, as TOML text.
+  returned: success
+  type: str
+dump_warnings:
+  description: The warning and error lines containerd printed while loading (ignored keys and plugins).
+  returned: success
+  type: list
+  elements: str
+imports:
+  description: Every C(imports) entry of the config files, and the files it matches on this node.
+  returned: success
+  type: list
+  elements: dict
+  contains:
+    pattern:
+      description: The entry as written.
+      type: str
+    resolved:
+      description: The entry resolved against the directory of the file that declares it.
+      type: str
+    declared_in:
+      description: The file that declares it.
+      type: str
+    matches:
+      description: Files it matches now, sorted as containerd merges them.
+      type: list
+      elements: str
+files:
+  description: The config file, imported files and drop-in directory files, with their text.
+  returned: success
+  type: list
+  elements: dict
+  contains:
+    path:
+      description: File path.
+      type: str
+    role:
+      description: C(main), C(imported) (an imports entry matches it) or C(unreferenced).
+      type: str
+    content:
+      description: The text, or null when it could not be read.
+      type: str
+    error:
+      description: Why the text could not be read.
+      type: str
+paths:
+  description: Facts on every runtime C(BinaryName) named in the dump or the files.
+  returned: success
+  type: dict
+kubelet_config:
+  description: The kubelet config file, path, exists and content.
+  returned: success
+  type: dict
+cdi_specs:
+  description: CDI spec files, with each host path they name and whether it exists.
+  returned: success
+  type: list
+  elements: dict
+loaded:
+  description:
+    - Summary of the loaded config, parsed on the controller by the action plugin.
+    - C(runtimes) maps each loaded runtime name to its C(runtime_type), C(binary_name),
+      C(systemd_cgroup) and the plugin it was found under.
+  returned: success
+  type: dict
+  contains:
+    version:
+      description: Config version of the dump.
+      type: int
+    runtime_names:
+      description: Sorted loaded runtime names.
+      type: list
+      elements: str
+    runtimes:
+      description: Loaded runtimes by name.
+      type: dict
+    default_runtime_name:
+      description: The runtime every pod without a RuntimeClass uses.
+      type: str
+    imports:
+      description: The dump's imports (1.x, merged files; 2.x, patterns).
+      type: list
+      elements: str
+    enable_cdi:
+      description: Whether CDI is enabled.
+      type: bool
+    cdi_spec_dirs:
+      description: Where containerd looks for CDI specs.
+      type: list
+      elements: str
+"""
+
+import os
+import re
+import subprocess
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.gpurt.runtime_gate.plugins.module_utils import containerd_config
+from ansible_collections.gpurt.runtime_gate.plugins.module_utils import host_paths
+
+_VERSION_RE = re.compile(r"\s(v?(\d+)\.(\d+)[^\s]*)")
+_DEFAULT_CDI_DIRS = ["/etc/cdi", "/var/run/cdi"]
+_CDI_SPEC_SUFFIXES = (".yaml", ".yml", ".json")
+
+
+class GatherError(Exception):
+    pass
+
+
+def run(argv, timeout, max_bytes=None):
+    """(rc, stdout_text, stderr_text); GatherError for a missing binary, a hang or non-UTF-8 output."""
+    try:
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    except OSError as exc:
+        raise GatherError("cannot run %s: %s" % (argv[0], exc.strerror or exc))
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        raise GatherError("'%s' did not finish within %d s (timeout option)" % (" ".join(argv), timeout))
+    if max_bytes is not None and len(out) > max_bytes:
+        raise GatherError("'%s' printed %d bytes, more than max_dump_bytes=%d" % (" ".join(argv), len(out), max_bytes))
+    try:
+        text = out.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise GatherError("'%s' printed bytes that are not UTF-8 (offset %d)" % (" ".join(argv), exc.start))
+    return proc.returncode, text, err.decode("utf-8", "replace")
+
+
+def find_binary(name):
+    if os.sep in name:
+        if not os.path.isfile(name):
+            raise GatherError("containerd binary not found: %s" % name)
+        return name
+    facts = host_paths.path_facts(name)
+    if not facts["executable"]:
+        raise GatherError("containerd binary '%s' not found in PATH (set containerd_bin)" % name)
+    return facts["resolved"]
+
+
+def containerd_version(binary, timeout):
+    rc, out, err = run([binary, "--version"], timeout)
+    match = _VERSION_RE.search(" " + out)
+    if rc != 0 or not match:
+        raise GatherError("'%s --version' failed (rc=%d): %s" % (binary, rc, (err or out).strip()[-500:]))
+    return out.strip(), match.group(1).lstrip("v"), int(match.group(2)), int(match.group(3))
+
+
+def loader_lines(stderr):
+    return [line for line in stderr.splitlines() if "level=warning" in line or "level=error" in line]
+
+
+def collect_files(config_path, config_text, dropin_dirs, max_bytes):
+    """Follow imports from the main file, then list the drop-in dirs for files nothing imports."""
+    files = [{"path": config_path, "role": "main", "content": config_text, "error": None}]
+    seen = {config_path}
+    imports = []
+    queue = [(config_path, config_text)]
+    while queue:
+        declared_in, text = queue.pop(0)
+        for pattern in containerd_config.top_level_imports(text or ""):
+            resolved, matches = host_paths.import_matches(pattern, declared_in)
+            imports.append({"pattern": pattern, "resolved": resolved, "declared_in": declared_in, "matches": matches})
+            for path in matches:
+                if path in seen:
+                    continue
+                seen.add(path)
+                content, error = host_paths.read_text(path, max_bytes)
+                files.append({"path": path, "role": "imported", "content": content, "error": error})
+                queue.append((path, content))
+    for directory in dropin_dirs:
+        for path in host_paths.list_files(directory):
+            if path not in seen:
+                seen.add(path)
+                content, error = host_paths.read_text(path, max_bytes)
+                files.append({"path": path, "role": "unreferenced", "content": content, "error": error})
+    return imports, files
+
+
+def collect_cdi_specs(directories, max_bytes):
+    specs = []
+    for directory in directories:
+        for path in host_paths.list_files(directory):
+            if not path.endswith(_CDI_SPEC_SUFFIXES):
+                continue
+            content, error = host_paths.read_text(path, max_bytes)
+            spec = {"path": path, "error": error, "host_paths": []}
+            if content is not None:
+                try:
+                    names = host_paths.cdi_spec_host_paths(content, path)
+                except ValueError as exc:
+                    spec["error"] = "not valid JSON: %s" % exc
+                    names = []
+                spec["host_paths"] = [{"path": p, "exists": os.path.exists(p)} for p in names]
+            specs.append(spec)
+    return specs
+
+
+def gather(params):
+    timeout = params["timeout"]
+    binary = find_binary(params["containerd_bin"])
+    result = {"containerd_bin": binary, "config_path": params["config_path"]}
+    version_output, version, major, minor = containerd_version(binary, timeout)
+    result.update(version_output=version_output, version=version, version_major=major, version_minor=minor)
+
+    config_path = params["config_path"]
+    result["config_exists"] = os.path.isfile(config_path)
+    if result["config_exists"]:
+        argv = [binary, "--config", config_path, "config", "dump"]
+    else:
+        argv = [binary, "config", "default"]
+    rc, dump, stderr = run(argv, timeout, params["max_dump_bytes"])
+    if rc != 0:
+        raise GatherError("'%s' exited %d: %s" % (" ".join(argv), rc, stderr.strip()[-2000:] or "(no output)"))
+    if not dump.strip():
+        raise GatherError("'%s' printed nothing" % " ".join(argv))
+    result.update(dump=dump, dump_warnings=loader_lines(stderr))
+
+    config_text, config_error = (None, "file does not exist")
+    if result["config_exists"]:
+        config_text, config_error = host_paths.read_text(config_path, params["max_file_bytes"])
+    config_dir = os.path.dirname(config_path)
+    dropin_dirs = params["dropin_dirs"]
+    if dropin_dirs is None:
+        dropin_dirs = [os.path.join(config_dir, "conf.d"), os.path.join(config_dir, "config.d")]
+    imports, files = collect_files(config_path, config_text, dropin_dirs, params["max_file_bytes"])
+    files[0]["error"] = config_error
+    result.update(imports=imports, files=files, dropin_dirs=dropin_dirs)
+
+    names = set(containerd_config.binary_names(dump))
+    for item in files:
+        names.update(containerd_config.binary_names(item["content"] or ""))
+    result["paths"] = dict((name, host_paths.path_facts(name)) for name in sorted(names))
+
+    kubelet_path = params["kubelet_config_path"]
+    kubelet_text, kubelet_error = host_paths.read_text(kubelet_path, params["max_file_bytes"])
+    result["kubelet_config"] = {
+        "path": kubelet_path,
+        "exists": os.path.exists(kubelet_path),
+        "content": kubelet_text,
+        "error": kubelet_error if os.path.exists(kubelet_path) else None,
+    }
+
+    cdi_dirs = params["cdi_spec_dirs"]
+    if cdi_dirs is None:
+        cdi_dirs = containerd_config.string_array(dump, "cdi_spec_dirs") or _DEFAULT_CDI_DIRS
+    result["cdi_spec_dirs_read"] = cdi_dirs
+    result["cdi_specs"] = collect_cdi_specs(cdi_dirs, params["max_file_bytes"])
+    return result
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            containerd_bin=dict(type="str", default="containerd"),
+            config_path=dict(type="path", default="/etc/containerd/config.toml"),
+            dropin_dirs=dict(type="list", elements="path"),
+            kubelet_config_path=dict(type="path", default="/var/lib/kubelet/config.yaml"),
+            cdi_spec_dirs=dict(type="list", elements="path"),
+            timeout=dict(type="int", default=30),
+            max_file_bytes=dict(type="int", default=1048576),
+            max_dump_bytes=dict(type="int", default=67108864),
+        ),
+        supports_check_mode=True,
+    )
+    if module.params["timeout"] <= 0:
+        module.fail_json(msg="timeout must be a positive number of seconds")
+    try:
+        result = gather(module.params)
+    except GatherError as exc:
+        module.fail_json(msg=str(exc), containerd_bin=module.params["containerd_bin"],
+                         config_path=module.params["config_path"])
+    module.exit_json(changed=False, **result)
+
+
+if __name__ == "__main__":
+    main()
