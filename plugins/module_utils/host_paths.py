@@ -45,17 +45,18 @@ def go_glob(pattern):
     return matches
 
 
-def resolve_import(pattern, config_path):
-    """The path containerd reads for an imports entry: relative to the config's dir."""
+def resolve_import(pattern, config_path, base_dir=None):
+    """The path containerd reads for an imports entry. 1.7+ resolves a relative entry
+    against the declaring file's dir; 1.6 against its working directory (base_dir)."""
     if os.path.isabs(pattern):
         return pattern
-    return os.path.join(os.path.dirname(config_path) or ".", pattern)
+    return os.path.join(base_dir or os.path.dirname(config_path) or ".", pattern)
 
 
-def import_matches(pattern, config_path):
+def import_matches(pattern, config_path, base_dir=None):
     """Files an imports entry loads. containerd globs only entries containing '*';
     any other entry is one literal path (1.x fails on a missing one, 2.x skips it)."""
-    resolved = resolve_import(pattern, config_path)
+    resolved = resolve_import(pattern, config_path, base_dir)
     if "*" in resolved:
         return resolved, [path for path in go_glob(resolved) if os.path.isfile(path)]
     return resolved, [resolved] if os.path.isfile(resolved) else []

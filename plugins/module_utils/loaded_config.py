@@ -17,7 +17,7 @@ class DumpError(ValueError):
 
 def summarize_dump(text, source="containerd config dump output"):
     """Summary of a dump text; DumpError (never another exception) on bad input."""
-    if text is None or not str(text).strip():
+    if not text or not text.strip():
         raise DumpError("%s is empty" % source)
     try:
         doc = toml_document.loads(text, source)

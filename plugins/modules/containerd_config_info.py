@@ -240,10 +240,15 @@ class GatherError(Exception):
     pass
 
 
+# The daemon runs from / under systemd; containerd 1.6 resolves relative imports
+# against its working directory, so the dump runs from there too.
+DAEMON_CWD = "/"
+
+
 def run(argv, timeout, max_bytes=None):
     """(rc, stdout_text, stderr_text); GatherError for a missing binary, a hang or non-UTF-8 output."""
     try:
-        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=DAEMON_CWD)
     except OSError as exc:
         raise GatherError("cannot run %s: %s" % (argv[0], exc.strerror or exc))
     try:
@@ -284,7 +289,7 @@ def loader_lines(stderr):
     return [line for line in stderr.splitlines() if "level=warning" in line or "level=error" in line]
 
 
-def collect_files(config_path, config_text, dropin_dirs, max_bytes):
+def collect_files(config_path, config_text, dropin_dirs, max_bytes, relative_base=None):
     """Follow imports from the main file, then list the drop-in dirs for files nothing imports."""
     files = [{"path": config_path, "role": "main", "content": config_text, "error": None}]
     seen = {config_path}
@@ -293,7 +298,7 @@ def collect_files(config_path, config_text, dropin_dirs, max_bytes):
     while queue:
         declared_in, text = queue.pop(0)
         for pattern in containerd_config.top_level_imports(text or ""):
-            resolved, matches = host_paths.import_matches(pattern, declared_in)
+            resolved, matches = host_paths.import_matches(pattern, declared_in, relative_base)
             imports.append({"pattern": pattern, "resolved": resolved, "declared_in": declared_in, "matches": matches})
             for path in matches:
                 if path in seen:
@@ -337,7 +342,8 @@ def gather(params):
     version_output, version, major, minor = containerd_version(binary, timeout)
     result.update(version_output=version_output, version=version, version_major=major, version_minor=minor)
 
-    config_path = params["config_path"]
+    config_path = os.path.abspath(params["config_path"])
+    result["config_path"] = config_path
     result["config_exists"] = os.path.isfile(config_path)
     if result["config_exists"]:
         argv = [binary, "--config", config_path, "config", "dump"]
@@ -357,7 +363,8 @@ def gather(params):
     dropin_dirs = params["dropin_dirs"]
     if dropin_dirs is None:
         dropin_dirs = [os.path.join(config_dir, "conf.d"), os.path.join(config_dir, "config.d")]
-    imports, files = collect_files(config_path, config_text, dropin_dirs, params["max_file_bytes"])
+    relative_base = DAEMON_CWD if (major, minor) < (1, 7) else None
+    imports, files = collect_files(config_path, config_text, dropin_dirs, params["max_file_bytes"], relative_base)
     files[0]["error"] = config_error
     result.update(imports=imports, files=files, dropin_dirs=dropin_dirs)
 

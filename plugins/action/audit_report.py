@@ -1,0 +1,126 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpurt.runtime_gate developers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Judge every host of the play (or every Node of the cluster) once, on the controller,
+and write the JSON and JUnit reports. Meant for run_once."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import os
+
+from ansible.errors import AnsibleActionFail
+from ansible.plugins.action import ActionBase
+
+from ansible_collections.gpurt.runtime_gate.plugins.module_utils import audit
+from ansible_collections.gpurt.runtime_gate.plugins.module_utils import findings as checks
+from ansible_collections.gpurt.runtime_gate.plugins.module_utils import report
+
+ARGUMENT_SPEC = dict(
+    mode=dict(type="str", default="hosts", choices=["hosts", "cluster"]),
+    hosts=dict(type="list", elements="str"),
+    gathered_var=dict(type="str", default="gpurt_loaded"),
+    runtimeclasses=dict(type="list", elements="dict", required=True),
+    nodes=dict(type="list", elements="dict"),
+    pod_requests=dict(type="dict"),
+    kubelet_cgroup_driver=dict(type="str", choices=["systemd", "cgroupfs"]),
+    skip_checks=dict(type="list", elements="str", default=[]),
+    fail_on=dict(type="str", default="error", choices=list(checks.FAIL_ON_CHOICES)),
+    drift_groups=dict(type="list", elements="str"),
+    json_path=dict(type="path"),
+    junit_path=dict(type="path"),
+)
+
+_IMPLICIT_GROUPS = ("all", "ungrouped")
+
+
+def _host_var(hostvars, host, name, default=None):
+    try:
+        value = hostvars[host].get(name, default)
+    except KeyError:
+        return default
+    return default if value is None else value
+
+
+class ActionModule(ActionBase):
+    TRANSFERS_FILES = False
+    _supports_check_mode = True
+    _supports_async = False
+
+    def run(self, tmp=None, task_vars=None):
+        task_vars = task_vars or {}
+        result = super(ActionModule, self).run(tmp, task_vars)
+        _validation, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
+        try:
+            checks.validate_skip(args["skip_checks"])
+            if args["mode"] == "cluster":
+                entries = self._cluster_entries(args)
+            else:
+                entries = self._host_entries(args, task_vars)
+        except (ValueError, KeyError, TypeError) as exc:
+            raise AnsibleActionFail("cannot build the audit report: %s" % exc)
+        built = report.build(entries, args["fail_on"], args["mode"], args["runtimeclasses"])
+        written = []
+        for path, render in ((args["json_path"], report.to_json), (args["junit_path"], report.to_junit)):
+            if path:
+                self._write(path, render(built))
+                written.append(path)
+        lines = report.summary_lines(built, details=False)
+        result.update(
+            changed=False,
+            report=built,
+            summary=built["summary"],
+            summary_lines=lines,
+            detail_lines=report.summary_lines(built),
+            gpurt_summary_lines=lines,
+            failing_nodes=sorted(n for n, e in built["nodes"].items() if e["failing"]),
+            missing_lines=sorted("%s: %s" % (n, line) for n, e in built["nodes"].items() for line in e["missing"]),
+            written=written,
+            msg=lines[-1],
+        )
+        return result
+
+    @staticmethod
+    def _write(path, text):
+        directory = os.path.dirname(path)
+        try:
+            if directory and not os.path.isdir(directory):
+                os.makedirs(directory)
+            with open(path, "w") as handle:
+                handle.write(text)
+        except (IOError, OSError) as exc:
+            raise AnsibleActionFail("cannot write report %s: %s" % (path, exc.strerror or exc))
+
+    def _host_entries(self, args, task_vars):
+        hostvars = task_vars.get("hostvars", {})
+        hosts = args["hosts"] if args["hosts"] is not None else task_vars.get("ansible_play_hosts_all", [])
+        entries = []
+        for host in hosts:
+            gathered = _host_var(hostvars, host, args["gathered_var"])
+            labels = _host_var(hostvars, host, "gpurt_node_labels")
+            allocatable = _host_var(hostvars, host, "gpurt_node_allocatable")
+            node_name = _host_var(hostvars, host, "gpurt_node_name", host)
+            labels, allocatable = audit.node_facts(node_name, args["nodes"], labels, allocatable)
+            options = dict(args, kubelet_cgroup_driver=_host_var(hostvars, host, "gpurt_kubelet_cgroup_driver",
+                                                                 args["kubelet_cgroup_driver"]))
+            entries.append(audit.audit_host(host, gathered, args["runtimeclasses"], labels, allocatable, options))
+        groups = task_vars.get("groups", {})
+        wanted = args["drift_groups"]
+        drift_groups = dict((g, [h for h in members if h in hosts]) for g, members in groups.items()
+                            if (g in wanted if wanted is not None else g not in _IMPLICIT_GROUPS))
+        return audit.add_drift(entries, drift_groups, args["fail_on"], args["skip_checks"])
+
+    @staticmethod
+    def _cluster_entries(args):
+        if args["nodes"] is None:
+            raise ValueError("mode=cluster needs nodes (from gpurt.runtime_gate.node_info)")
+        entries = []
+        for node in args["nodes"]:
+            checked, found = checks.check_reported_node(node, args["runtimeclasses"], args["pod_requests"], args["skip_checks"])
+            reason = None if checked else "Node reports no status.runtimeHandlers"
+            entries.append(report.node_entry(
+                node["name"], found, not_checked_reason=reason, fail_on=args["fail_on"],
+                checks_run=[c for c in ("missing_handler", "overhead_unschedulable") if c not in args["skip_checks"]],
+                runtimes=[h for h in node["runtime_handlers"] if h] if checked else None))
+        return entries

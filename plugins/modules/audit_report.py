@@ -1,0 +1,156 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpurt.runtime_gate developers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: audit_report
+short_description: Judge every host of the play once and write the audit report
+description:
+  - Runs every check of M(gpurt.runtime_gate.runtime_check) for each host of the play from the
+    gather results they registered, adds the cross-node drift check per inventory group, and returns
+    one report with a status per node (C(OK), C(FINDINGS), C(NOT CHECKED)).
+  - A host whose gather failed or that was unreachable is C(NOT CHECKED) and never counts as OK.
+  - In O(mode=cluster) it needs no host at all and judges each Node object by its
+    C(status.runtimeHandlers) (Kubernetes 1.30+); Nodes that do not report handlers are C(NOT CHECKED).
+  - Writes a JSON report and a JUnit XML report (one testsuite per node, one testcase per check) on the
+    controller when paths are given; both are stable, so two runs diff cleanly. Writing the report is
+    not a change to any managed node, so it also happens in check mode.
+  - Use it with C(run_once=true); it never fails the play itself, the per-host verdict is in
+    RV(report.nodes) (C(failing)).
+  - Runs on the controller only (action plugin).
+version_added: 0.1.0
+author:
+  - gpurt.runtime_gate developers
+options:
+  mode:
+    description:
+      - C(hosts) judges the play's hosts from their gather results; C(cluster) judges O(nodes) only.
+    type: str
+    default: hosts
+    choices: [hosts, cluster]
+  hosts:
+    description:
+      - Hosts to judge. Defaults to C(ansible_play_hosts_all), which keeps failed and unreachable hosts.
+    type: list
+    elements: str
+  gathered_var:
+    description:
+      - The name each host registered its M(gpurt.runtime_gate.containerd_config_info) result under.
+    type: str
+    default: gpurt_loaded
+  runtimeclasses:
+    description:
+      - RuntimeClasses as returned by M(gpurt.runtime_gate.runtimeclass_info).
+    type: list
+    elements: dict
+    required: true
+  nodes:
+    description:
+      - Node objects as returned by M(gpurt.runtime_gate.node_info). Required for O(mode=cluster); in
+        O(mode=hosts) they give labels and allocatable, matched by the host variable C(gpurt_node_name)
+        (default C(inventory_hostname)). The host variables C(gpurt_node_labels) and
+        C(gpurt_node_allocatable) win over them.
+    type: list
+    elements: dict
+  pod_requests:
+    description:
+      - The pod request to test RuntimeClass overhead with, for example a C(cpu) request of C(900m).
+    type: dict
+  kubelet_cgroup_driver:
+    description:
+      - The kubelet cgroup driver for every host; the host variable C(gpurt_kubelet_cgroup_driver) wins.
+    type: str
+    choices: [systemd, cgroupfs]
+  skip_checks:
+    description:
+      - Check ids not to run.
+    type: list
+    elements: str
+    default: []
+  fail_on:
+    description:
+      - The lowest severity that marks a node failing. C(none) marks none (NOT CHECKED still fails).
+    type: str
+    default: error
+    choices: [error, warning, info, none]
+  drift_groups:
+    description:
+      - Inventory groups whose members must load the same runtime set. Defaults to every group but
+        C(all) and C(ungrouped).
+    type: list
+    elements: str
+  json_path:
+    description:
+      - Where to write the JSON report on the controller.
+    type: path
+  junit_path:
+    description:
+      - Where to write the JUnit XML report on the controller.
+    type: path
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: none
+  action:
+    support: full
+seealso:
+  - module: gpurt.runtime_gate.runtime_check
+"""
+
+EXAMPLES = r"""
+- name: Judge every host once and write the reports
+  gpurt.runtime_gate.audit_report:
+    runtimeclasses: "{{ gpurt_runtimeclasses.runtimeclasses }}"
+    json_path: "{{ playbook_dir }}/../reports/audit.json"
+    junit_path: "{{ playbook_dir }}/../reports/audit.xml"
+  run_once: true
+  register: gpurt_report
+
+- name: Fail the hosts the report marks failing
+  ansible.builtin.fail:
+    msg: "{{ gpurt_report.report.nodes[inventory_hostname].missing | join('\n') }}"
+  when: gpurt_report.report.nodes[inventory_hostname].failing
+"""
+
+RETURN = r"""
+report:
+  description: The whole report, as written to O(json_path).
+  returned: always
+  type: dict
+summary:
+  description: Counts of nodes (checked, ok, with_findings, not_checked, failing) and findings per severity.
+  returned: always
+  type: dict
+summary_lines:
+  description: The concise human summary, one line per node (OK, N findings, NOT CHECKED), then the totals.
+  returned: always
+  type: list
+  elements: str
+detail_lines:
+  description: The same with every finding and its fix under its node.
+  returned: always
+  type: list
+  elements: str
+failing_nodes:
+  description: Nodes with a finding that reaches O(fail_on), or not checked.
+  returned: always
+  type: list
+  elements: str
+missing_lines:
+  description: "One C(NODE: MISSING=HANDLER) line per missing handler."
+  returned: always
+  type: list
+  elements: str
+written:
+  description: Report files written.
+  returned: always
+  type: list
+  elements: str
+"""

@@ -1,0 +1,146 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpurt.runtime_gate developers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: runtime_check
+short_description: Cross-check a node's loaded containerd config against RuntimeClasses
+description:
+  - Lists each RuntimeClass handler that can land on the node and is not a loaded runtime,
+    with the closest loaded name as a suggestion for typos (C(nvidia-typo), did you mean C(nvidia)?).
+  - A RuntimeClass whose C(scheduling.nodeSelector) does not match the node's labels does not apply
+    to the node. When the labels are unknown every RuntimeClass applies, so nothing is passed silently.
+  - Also runs every other per-node check of the audit on what
+    M(gpurt.runtime_gate.containerd_config_info) gathered (imports, orphan drop-ins, ignored plugin
+    sections, file vs loaded drift, default runtime, binaries, cgroup driver, CDI, overhead).
+    With only a O(dump), only the checks that need nothing but the loaded config run.
+  - Fails the host when a finding reaches O(fail_on) (by default any missing handler or other error);
+    O(report_only=true) reports without failing.
+  - Runs on the controller only (action plugin); it changes nothing.
+version_added: 0.1.0
+author:
+  - gpurt.runtime_gate developers
+options:
+  gathered:
+    description:
+      - The registered result of M(gpurt.runtime_gate.containerd_config_info) for this host.
+      - Exactly one of O(gathered), O(dump) and O(dump_path) is required.
+    type: dict
+  dump:
+    description:
+      - The text of a C(containerd config dump), for checking one dump without a node.
+    type: str
+  dump_path:
+    description:
+      - A file on the controller holding a C(containerd config dump), read as bytes so that a
+        file that is not UTF-8 fails with a clear message.
+    type: path
+  runtimeclasses:
+    description:
+      - RuntimeClasses as returned by M(gpurt.runtime_gate.runtimeclass_info).
+    type: list
+    elements: dict
+    required: true
+  node_name:
+    description:
+      - The Kubernetes Node name of this host, to find its Node object in O(nodes).
+      - Defaults to C(inventory_hostname).
+    type: str
+  nodes:
+    description:
+      - Node objects as returned by M(gpurt.runtime_gate.node_info), for labels and allocatable.
+    type: list
+    elements: dict
+  node_labels:
+    description:
+      - The node's labels, matched against C(scheduling.nodeSelector). Wins over O(nodes).
+    type: dict
+  node_allocatable:
+    description:
+      - The node's allocatable resources (C(cpu), C(memory)) for the overhead check. Wins over O(nodes).
+    type: dict
+  pod_requests:
+    description:
+      - The pod request to test the RuntimeClass overhead with, for example a C(cpu) request of C(900m).
+    type: dict
+  kubelet_cgroup_driver:
+    description:
+      - The kubelet's cgroup driver, when the kubelet config on the node is not the source of truth.
+    type: str
+    choices: [systemd, cgroupfs]
+  skip_checks:
+    description:
+      - Check ids not to run, e.g. C(default_runtime_blast_radius).
+    type: list
+    elements: str
+    default: []
+  fail_on:
+    description:
+      - The lowest severity that fails the host. C(none) never fails.
+    type: str
+    default: error
+    choices: [error, warning, info, none]
+  report_only:
+    description:
+      - Report findings without failing the host.
+    type: bool
+    default: false
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: none
+  action:
+    support: full
+seealso:
+  - module: gpurt.runtime_gate.containerd_config_info
+  - module: gpurt.runtime_gate.runtimeclass_info
+  - module: gpurt.runtime_gate.audit_report
+"""
+
+EXAMPLES = r"""
+- name: Cross-check this node, fail on a missing handler
+  gpurt.runtime_gate.runtime_check:
+    gathered: "{{ gpurt_loaded }}"
+    runtimeclasses: "{{ gpurt_runtimeclasses.runtimeclasses }}"
+    node_labels: "{{ gpurt_node_labels | default(omit) }}"
+
+- name: Check one dump file, report only
+  gpurt.runtime_gate.runtime_check:
+    dump: "{{ lookup('ansible.builtin.file', dump_file) }}"
+    runtimeclasses: "{{ gpurt_runtimeclasses.runtimeclasses }}"
+    report_only: true
+"""
+
+RETURN = r"""
+status:
+  description: C(OK), C(FINDINGS) or C(NOT CHECKED) (the gather result was a failure).
+  returned: always
+  type: str
+missing:
+  description: Handlers that can land on the node and are not loaded.
+  returned: always
+  type: list
+  elements: str
+  sample: [nvidia-typo]
+missing_lines:
+  description: The same as C(MISSING=<handler>) lines.
+  returned: always
+  type: list
+  elements: str
+findings:
+  description: Every finding, sorted; each has node, check, severity, subject, message, fix and evidence.
+  returned: always
+  type: list
+  elements: dict
+counts:
+  description: Findings per severity.
+  returned: always
+  type: dict
+"""
