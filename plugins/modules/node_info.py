@@ -1,0 +1,241 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpurt.runtime_gate developers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: node_info
+short_description: List the cluster's Nodes as the runtime gate needs them, or read them from manifests
+description:
+  - Lists Nodes from the apiserver, page by page, and returns for each its labels, taints,
+    allocatable resources, kubelet and container runtime versions, and the runtime handlers the
+    kubelet reports in C(status.runtimeHandlers), sorted by name.
+  - C(status.runtimeHandlers) (beta in Kubernetes 1.31, GA in 1.33) is what the node's CRI
+    loaded at start. When a Node has no such field the handlers are C(null), meaning not
+    reported, which is not the same as none.
+  - With O(src), reads Node manifests (for example C(kubectl get nodes -o yaml)) from a file or
+    directory instead and contacts no cluster.
+  - Read-only.
+version_added: 0.1.0
+author:
+  - gpurt.runtime_gate developers
+options:
+  src:
+    description:
+      - A manifest file, or a directory whose C(*.yaml), C(*.yml) and C(*.json) files (not
+        recursive) are read in name order. C(kind=List) and C(kind=NodeList) are understood.
+      - When set, no cluster is contacted and the connection options are ignored.
+    type: path
+  names:
+    description:
+      - Only these Nodes. Names not found are listed in RV(names_not_found) with a warning.
+      - With exactly one name the apiserver is asked for that Node only (C(fieldSelector)).
+    type: list
+    elements: str
+  label_selector:
+    description:
+      - Only Nodes matching this label selector, such as C(nvidia.com/gpu.present=true).
+      - With O(src) only equality terms (C(k=v), C(k!=v), C(k), C(!k)) are supported.
+    type: str
+extends_documentation_fragment:
+  - gpurt.runtime_gate.k8s_auth
+  - gpurt.runtime_gate.k8s_auth.list_options
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: none
+notes:
+  - In a play over many nodes use C(run_once=true) and C(delegate_to=localhost), so the
+    cluster is listed once for the whole play and the result is registered for every host.
+seealso:
+  - module: gpurt.runtime_gate.runtimeclass_info
+"""
+
+EXAMPLES = r"""
+# Listed once for the whole play, on the controller, then visible to every host.
+- name: List the GPU nodes once
+  gpurt.runtime_gate.node_info:
+    label_selector: nvidia.com/gpu.present=true
+  run_once: true
+  delegate_to: localhost
+  register: gpurt_nodes
+
+- name: Runtime handlers this host's kubelet reports (null when not reported)
+  ansible.builtin.debug:
+    msg: >-
+      {{ (gpurt_nodes.nodes | selectattr('name', 'equalto', inventory_hostname) | first).runtime_handlers }}
+
+- name: A few nodes by name, with a token
+  gpurt.runtime_gate.node_info:
+    host: https://10.0.0.1:6443
+    api_key: "{{ vault_audit_token }}"
+    names: "{{ ansible_play_hosts }}"
+  run_once: true
+  delegate_to: localhost
+  register: gpurt_nodes
+
+- name: Nodes saved with kubectl get nodes -o yaml, without a cluster
+  gpurt.runtime_gate.node_info:
+    src: "{{ playbook_dir }}/snapshots/nodes.yaml"
+  run_once: true
+  delegate_to: localhost
+  register: gpurt_nodes
+"""
+
+RETURN = r"""
+nodes:
+  description: Every Node that matched, normalized, sorted by name.
+  returned: success
+  type: list
+  elements: dict
+  contains:
+    name:
+      description: C(metadata.name).
+      type: str
+    labels:
+      description: C(metadata.labels).
+      type: dict
+    runtime_handlers:
+      description:
+        - Sorted names in C(status.runtimeHandlers), without the C("") entry (the default
+          runtime, which no RuntimeClass can name).
+        - Null when the Node does not report the field (Kubernetes before 1.30 or the feature off).
+      type: list
+      elements: str
+      sample: [nvidia, runc]
+    runtime_handler_features:
+      description: Each C(status.runtimeHandlers) entry, C("") included, mapped to its C(features); null likewise.
+      type: dict
+    allocatable:
+      description: C(status.allocatable), quantities as the apiserver writes them.
+      type: dict
+      sample: {"cpu": "8", "memory": "32Gi", "nvidia.com/gpu": "1"}
+    taints:
+      description: C(spec.taints).
+      type: list
+      elements: dict
+    unschedulable:
+      description: C(spec.unschedulable) (cordoned).
+      type: bool
+    kubelet_version:
+      description: C(status.nodeInfo.kubeletVersion), or null.
+      type: str
+      sample: v1.33.1
+    container_runtime_version:
+      description: C(status.nodeInfo.containerRuntimeVersion), or null.
+      type: str
+      sample: containerd://2.1.9
+    source:
+      description: C(cluster), or the manifest file (and document and item number) it came from.
+      type: str
+names_not_found:
+  description: Names from O(names) that matched no Node.
+  returned: always
+  type: list
+  elements: str
+source:
+  description: C(cluster), or O(src) when the Nodes came from manifests.
+  returned: always
+  type: str
+server:
+  description: The apiserver URL that was listed; absent with O(src).
+  returned: when the cluster was contacted
+  type: str
+api_requests:
+  description: HTTP requests sent to the apiserver, one per page and per retry; 0 with O(src).
+  returned: always
+  type: int
+api_list_calls:
+  description: Complete list operations (each possibly several pages); 0 with O(src).
+  returned: always
+  type: int
+invalid:
+  description:
+    - Why each invalid object is invalid. The task failed for them, or with O(on_invalid=warn)
+      they were left out of the result.
+  returned: always
+  type: list
+  elements: str
+"""
+
+from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+
+from ansible_collections.gpurt.runtime_gate.plugins.module_utils import kube
+from ansible_collections.gpurt.runtime_gate.plugins.module_utils import runtimeclasses
+
+KIND = "Node"
+
+
+def argument_spec():
+    spec = dict(kube.AUTH_ARG_SPEC)
+    spec.update(kube.LIST_ARG_SPEC)
+    spec.update(
+        src=dict(type="path"),
+        names=dict(type="list", elements="str"),
+        label_selector=dict(type="str"),
+        on_invalid=dict(type="str", choices=["fail", "warn"], default="fail"),
+    )
+    return spec
+
+
+def collect(module, result):
+    """(obj, source) pairs from src or the cluster, label selector applied."""
+    params = module.params
+    selector = params["label_selector"]
+    if params["src"]:
+        result["source"] = params["src"]
+        pairs = runtimeclasses.load_manifests(params["src"], KIND)
+        return [(obj, source) for obj, source in pairs
+                if runtimeclasses.labels_match(((obj.get("metadata") or {}).get("labels") if isinstance(obj, dict)
+                                                else None), selector)]
+    result["source"] = "cluster"
+    if not kube.HAS_KUBERNETES:
+        module.fail_json(msg=missing_required_lib("kubernetes") + " (or set src to read manifests)",
+                         **result)
+    names = params["names"] or []
+    # One name: let the apiserver pick the Node instead of sending every Node.
+    field_selector = "metadata.name=%s" % names[0] if len(names) == 1 else None
+    with kube.lister_from_params(params) as lister:
+        result["server"] = lister.server
+        try:
+            items = lister.list_all("nodes", label_selector=selector, field_selector=field_selector)
+        finally:
+            result.update(lister.counts())
+    return [(item, "cluster") for item in items]
+
+
+def main():
+    module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
+    result = dict(changed=False, source=None, api_requests=0, api_list_calls=0, invalid=[], names_not_found=[])
+    try:
+        pairs = collect(module, result)
+    except (kube.KubeError, ValueError) as exc:
+        module.fail_json(msg=str(exc), **result)
+    except Exception as exc:  # a failed result, never a traceback
+        module.fail_json(msg=kube.scrub("unexpected %s: %s" % (type(exc).__name__, exc),
+                                        kube.known_secrets(module.params)), **result)
+    items, problems = runtimeclasses.normalize_objects(pairs, KIND)
+    result["invalid"] = problems
+    if problems and module.params["on_invalid"] == "fail":
+        module.fail_json(msg="%d invalid %s object(s) from %s: %s" % (len(problems), KIND, result["source"],
+                                                                      "; ".join(problems)), **result)
+    for problem in problems:
+        module.warn("left out: %s" % problem)
+    wanted = module.params["names"]
+    if wanted:
+        found = set(item["name"] for item in items)
+        items = [item for item in items if item["name"] in set(wanted)]
+        result["names_not_found"] = sorted(set(name for name in wanted if name not in found))
+        if result["names_not_found"]:
+            module.warn("no Node named %s" % ", ".join(result["names_not_found"]))
+    module.exit_json(nodes=items, **result)
+
+
+if __name__ == "__main__":
+    main()

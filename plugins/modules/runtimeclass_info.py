@@ -1,0 +1,210 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpurt.runtime_gate developers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: runtimeclass_info
+short_description: List the cluster's RuntimeClasses, or read them from manifests
+description:
+  - Lists every RuntimeClass (C(node.k8s.io/v1)) from the apiserver, page by page, and returns
+    each one's C(handler), C(overhead) and C(scheduling) in a normalized form, sorted by name.
+  - With O(src), reads RuntimeClass manifests from a file or directory instead and contacts no
+    cluster, so a bootstrap template can be checked against the RuntimeClasses kept in git.
+  - A RuntimeClass C(handler) is never validated by the apiserver; this module only reports
+    what the cluster holds. Compare it with the nodes' loaded runtimes to find missing handlers.
+  - Read-only.
+version_added: 0.1.0
+author:
+  - gpurt.runtime_gate developers
+options:
+  src:
+    description:
+      - A manifest file, or a directory whose C(*.yaml), C(*.yml) and C(*.json) files (not
+        recursive) are read in name order.
+      - Multi-document YAML, C(kind=List) and C(kind=RuntimeClassList) are understood; objects
+        of other kinds are skipped.
+      - When set, no cluster is contacted and the connection options are ignored.
+    type: path
+extends_documentation_fragment:
+  - gpurt.runtime_gate.k8s_auth
+  - gpurt.runtime_gate.k8s_auth.list_options
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: none
+notes:
+  - In a play over many nodes use C(run_once=true) and C(delegate_to=localhost), so the
+    cluster is listed once for the whole play and the result is registered for every host.
+seealso:
+  - module: gpurt.runtime_gate.node_info
+  - module: gpurt.runtime_gate.containerd_config_info
+"""
+
+EXAMPLES = r"""
+# Listed once for the whole play, on the controller, then visible to every host.
+- name: List the RuntimeClasses once
+  gpurt.runtime_gate.runtimeclass_info:
+  run_once: true
+  delegate_to: localhost
+  register: gpurt_runtimeclasses
+
+- name: Show the handlers pods can ask for
+  ansible.builtin.debug:
+    msg: "{{ gpurt_runtimeclasses.runtimeclasses | map(attribute='handler') | list }}"
+
+- name: A given kubeconfig and context
+  gpurt.runtime_gate.runtimeclass_info:
+    kubeconfig: ~/.kube/prod.yaml
+    context: gpu-cluster
+  run_once: true
+  delegate_to: localhost
+  register: gpurt_runtimeclasses
+
+- name: A URL and a token (for example from a vault)
+  gpurt.runtime_gate.runtimeclass_info:
+    host: https://10.0.0.1:6443
+    api_key: "{{ vault_audit_token }}"
+    ca_cert: /etc/kubernetes/pki/ca.crt
+  run_once: true
+  delegate_to: localhost
+  register: gpurt_runtimeclasses
+
+- name: The RuntimeClasses kept in git, without a cluster
+  gpurt.runtime_gate.runtimeclass_info:
+    src: "{{ playbook_dir }}/manifests/runtimeclasses/"
+  run_once: true
+  delegate_to: localhost
+  register: gpurt_runtimeclasses
+"""
+
+RETURN = r"""
+runtimeclasses:
+  description: Every RuntimeClass, normalized, sorted by name.
+  returned: success
+  type: list
+  elements: dict
+  contains:
+    name:
+      description: C(metadata.name).
+      type: str
+      sample: nvidia
+    handler:
+      description: The containerd runtime name pods of this class ask the node for.
+      type: str
+      sample: nvidia
+    overhead:
+      description: C(overhead) with its C(podFixed) map (empty when unset), or null when the class sets no overhead.
+      type: dict
+      sample: {"podFixed": {"cpu": "250m", "memory": "64Mi"}}
+    node_selector:
+      description: C(scheduling.nodeSelector); empty when pods of this class may land on any node.
+      type: dict
+    tolerations:
+      description: C(scheduling.tolerations).
+      type: list
+      elements: dict
+    source:
+      description: C(cluster), or the manifest file (and document and item number) it came from.
+      type: str
+  sample:
+    - name: nvidia
+      handler: nvidia
+      overhead: null
+      node_selector: {"nvidia.com/gpu.present": "true"}
+      tolerations: []
+      source: cluster
+source:
+  description: C(cluster), or O(src) when the RuntimeClasses came from manifests.
+  returned: always
+  type: str
+  sample: cluster
+server:
+  description: The apiserver URL that was listed; absent with O(src).
+  returned: when the cluster was contacted
+  type: str
+  sample: https://10.0.0.1:6443
+api_requests:
+  description: HTTP requests sent to the apiserver, one per page and per retry; 0 with O(src).
+  returned: always
+  type: int
+  sample: 1
+api_list_calls:
+  description: Complete list operations (each possibly several pages); 0 with O(src).
+  returned: always
+  type: int
+  sample: 1
+invalid:
+  description:
+    - Why each invalid object is invalid. The task failed for them, or with O(on_invalid=warn)
+      they were left out of the result.
+  returned: always
+  type: list
+  elements: str
+"""
+
+from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+
+from ansible_collections.gpurt.runtime_gate.plugins.module_utils import kube
+from ansible_collections.gpurt.runtime_gate.plugins.module_utils import runtimeclasses
+
+KIND = "RuntimeClass"
+
+
+def argument_spec():
+    spec = dict(kube.AUTH_ARG_SPEC)
+    spec.update(kube.LIST_ARG_SPEC)
+    spec.update(
+        src=dict(type="path"),
+        on_invalid=dict(type="str", choices=["fail", "warn"], default="fail"),
+    )
+    return spec
+
+
+def collect(module, result):
+    """(obj, source) pairs from src or the cluster; fills the source and count keys."""
+    params = module.params
+    if params["src"]:
+        result["source"] = params["src"]
+        return runtimeclasses.load_manifests(params["src"], KIND)
+    result["source"] = "cluster"
+    if not kube.HAS_KUBERNETES:
+        module.fail_json(msg=missing_required_lib("kubernetes") + " (or set src to read manifests)",
+                         **result)
+    with kube.lister_from_params(params) as lister:
+        result["server"] = lister.server
+        try:
+            items = lister.list_all("runtimeclasses")
+        finally:
+            result.update(lister.counts())
+    return [(item, "cluster") for item in items]
+
+
+def main():
+    module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
+    result = dict(changed=False, source=None, api_requests=0, api_list_calls=0, invalid=[])
+    try:
+        pairs = collect(module, result)
+    except (kube.KubeError, ValueError) as exc:
+        module.fail_json(msg=str(exc), **result)
+    except Exception as exc:  # a failed result, never a traceback
+        module.fail_json(msg=kube.scrub("unexpected %s: %s" % (type(exc).__name__, exc),
+                                        kube.known_secrets(module.params)), **result)
+    items, problems = runtimeclasses.normalize_objects(pairs, KIND)
+    result["invalid"] = problems
+    if problems and module.params["on_invalid"] == "fail":
+        module.fail_json(msg="%d invalid %s object(s) from %s: %s" % (len(problems), KIND, result["source"],
+                                                                      "; ".join(problems)), **result)
+    for problem in problems:
+        module.warn("left out: %s" % problem)
+    module.exit_json(runtimeclasses=items, **result)
+
+
+if __name__ == "__main__":
+    main()

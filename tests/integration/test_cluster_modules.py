@@ -1,0 +1,253 @@
+"""The cluster modules through the real ansible / ansible-playbook CLIs, against the fake apiserver."""
+import json
+import os
+import re
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from tests.lib.fake_apiserver import FakeApiServer, write_kubeconfig
+
+pytestmark = pytest.mark.integration
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BIN = os.path.dirname(sys.executable)
+TOKEN = "integration-token-9c1e2f"
+WRONG = "wrong-token-5b7d33a0"
+
+RUNTIMECLASSES = [
+    {"metadata": {"name": "nvidia"}, "handler": "nvidia",
+     "scheduling": {"nodeSelector": {"nvidia.com/gpu.present": "true"}}},
+    {"metadata": {"name": "kata"}, "handler": "kata-qemu", "overhead": {"podFixed": {"cpu": "250m"}}},
+    {"metadata": {"name": "nvidia-cdi"}, "handler": "nvidia-cdi"},
+]
+NODES = [
+    {"metadata": {"name": "gpu-%d" % index, "labels": {"nvidia.com/gpu.present": "true"}},
+     "status": {"runtimeHandlers": [{"name": ""}, {"name": "nvidia"}, {"name": "runc"}],
+                "nodeInfo": {"containerRuntimeVersion": "containerd://2.1.9"}}}
+    for index in (1, 2)
+] + [{"metadata": {"name": "cpu-1", "labels": {}}, "status": {"nodeInfo": {"kubeletVersion": "v1.29.4"}}}]
+
+
+@pytest.fixture
+def fake():
+    with FakeApiServer(runtimeclasses=RUNTIMECLASSES, nodes=NODES, token=TOKEN) as server:
+        yield server
+
+
+@pytest.fixture
+def kubeconfig(fake, tmp_path):
+    return write_kubeconfig(str(tmp_path / "kubeconfig"), fake.url, token=TOKEN)
+
+
+@pytest.fixture
+def ansible_env(tmp_path):
+    env = dict((key, value) for key, value in os.environ.items()
+               if not key.startswith(("K8S_AUTH_", "ANSIBLE_")) and key != "KUBECONFIG")
+    env.update(
+        ANSIBLE_CONFIG=os.path.join(REPO, "ansible.cfg"),
+        ANSIBLE_CALLBACK_RESULT_FORMAT="json",
+        ANSIBLE_NOCOLOR="1",
+        ANSIBLE_LOCAL_TEMP=str(tmp_path / "ansible-local"),
+        ANSIBLE_REMOTE_TEMP=str(tmp_path / "ansible-remote"),
+        HOME=str(tmp_path),  # no ~/.kube/config from the machine running the tests
+    )
+    return env
+
+
+def run(env, program, *args):
+    proc = subprocess.run([os.path.join(BIN, program)] + list(args), cwd=REPO, env=env,
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True, timeout=120)
+    return proc.returncode, proc.stdout
+
+
+def adhoc(env, module, module_args, *extra, **kwargs):
+    """Run one module on localhost; (rc, result dict, full output)."""
+    interpreter = kwargs.get("interpreter", sys.executable)
+    rc, output = run(env, "ansible", "localhost", "-i", "localhost,", "-c", "local",
+                     "-e", "ansible_python_interpreter=%s" % interpreter,
+                     "-m", "gpurt.runtime_gate." + module, "-a", module_args, *extra)
+    match = re.search(r"^localhost \| [A-Z!]+ => ", output, re.MULTILINE)
+    assert match, output
+    result, _ = json.JSONDecoder().raw_decode(output[match.end():].lstrip())
+    return rc, result, output
+
+
+def test_runtimeclass_info_with_kubeconfig_pages_through_the_list(fake, kubeconfig, ansible_env):
+    rc, result, output = adhoc(ansible_env, "runtimeclass_info", "kubeconfig=%s page_size=2" % kubeconfig)
+    assert rc == 0, output
+    assert [item["name"] for item in result["runtimeclasses"]] == ["kata", "nvidia", "nvidia-cdi"]
+    assert result["runtimeclasses"][0]["overhead"] == {"podFixed": {"cpu": "250m"}}
+    assert result["runtimeclasses"][1]["node_selector"] == {"nvidia.com/gpu.present": "true"}
+    assert result["source"] == "cluster"
+    assert result["server"] == fake.url
+    assert (result["api_requests"], result["api_list_calls"]) == (2, 1)
+    assert result["changed"] is False
+    requests = fake.list_requests("runtimeclasses")
+    assert [r["auth"] for r in requests] == ["ok", "ok"]
+    assert "continue" in requests[1]["query"]
+
+
+def test_node_info_with_host_and_api_key_in_check_mode(fake, ansible_env):
+    # The token comes in through a variable: ansible-core echoes literal ad-hoc -a text on failure.
+    rc, result, output = adhoc(
+        ansible_env, "node_info",
+        "host=%s api_key={{ audit_token }} label_selector=nvidia.com/gpu.present=true" % fake.url,
+        "-e", "audit_token=%s" % TOKEN, "--check")
+    assert rc == 0, output
+    assert [node["name"] for node in result["nodes"]] == ["gpu-1", "gpu-2"]
+    assert result["nodes"][0]["runtime_handlers"] == ["nvidia", "runc"]
+    assert result["nodes"][0]["container_runtime_version"] == "containerd://2.1.9"
+    assert fake.list_requests("nodes")[0]["query"]["labelSelector"] == "nvidia.com/gpu.present=true"
+    assert TOKEN not in output
+
+
+def test_node_info_names_filter_and_not_found(fake, kubeconfig, ansible_env):
+    rc, result, output = adhoc(ansible_env, "node_info", "kubeconfig=%s names=cpu-1,gpu-9" % kubeconfig)
+    assert rc == 0, output
+    assert [node["name"] for node in result["nodes"]] == ["cpu-1"]
+    assert result["nodes"][0]["runtime_handlers"] is None  # 1.29 node: not reported
+    assert result["names_not_found"] == ["gpu-9"]
+    assert "no Node named gpu-9" in output
+
+
+def test_src_manifests_contact_no_cluster(fake, kubeconfig, ansible_env, tmp_path):
+    manifests = tmp_path / "manifests"
+    manifests.mkdir()
+    (manifests / "10-gpu.yaml").write_text(textwrap.dedent("""\
+        apiVersion: node.k8s.io/v1
+        kind: RuntimeClass
+        metadata: {name: nvidia}
+        handler: nvidia
+        ---
+        apiVersion: v1
+        kind: ConfigMap
+        metadata: {name: unrelated}
+        """))
+    (manifests / "20-list.json").write_text(json.dumps({
+        "kind": "RuntimeClassList", "items": [{"metadata": {"name": "kata"}, "handler": "kata-qemu"}]}))
+    ansible_env["K8S_AUTH_KUBECONFIG"] = kubeconfig  # reachable, yet must not be used
+    rc, result, output = adhoc(ansible_env, "runtimeclass_info", "src=%s" % manifests)
+    assert rc == 0, output
+    assert [(item["name"], item["handler"]) for item in result["runtimeclasses"]] == [
+        ("kata", "kata-qemu"), ("nvidia", "nvidia")]
+    assert result["source"] == str(manifests)
+    assert (result["api_requests"], result["api_list_calls"]) == (0, 0)
+    assert fake.requests == []
+
+
+def test_invalid_runtimeclasses_fail_listing_each(fake, kubeconfig, ansible_env):
+    fake.set_objects("runtimeclasses", RUNTIMECLASSES + [{"metadata": {"name": "typo"}}, {"handler": "x"}])
+    rc, result, output = adhoc(ansible_env, "runtimeclass_info", "kubeconfig=%s" % kubeconfig)
+    assert rc == 2, output
+    assert result["msg"] == ("2 invalid RuntimeClass object(s) from cluster: RuntimeClass without metadata.name "
+                             "(from cluster) has no metadata.name; RuntimeClass 'typo' (from cluster) has no handler")
+    assert "Traceback" not in output
+
+    rc, result, output = adhoc(ansible_env, "runtimeclass_info", "kubeconfig=%s on_invalid=warn" % kubeconfig)
+    assert rc == 0, output
+    assert len(result["runtimeclasses"]) == 3
+    assert len(result["invalid"]) == 2
+    assert "left out: RuntimeClass 'typo' (from cluster) has no handler" in output
+
+
+@pytest.mark.parametrize("how", ["kubeconfig", "api_key"])
+def test_401_fails_clearly_without_traceback_or_token_even_with_vvv(fake, ansible_env, tmp_path, how):
+    if how == "kubeconfig":
+        path = write_kubeconfig(str(tmp_path / "wrong"), fake.url, token=WRONG)
+        args, extra = "kubeconfig=%s" % path, []
+    else:
+        args, extra = "host=%s api_key={{ audit_token }}" % fake.url, ["-e", "audit_token=%s" % WRONG]
+    rc, result, output = adhoc(ansible_env, "runtimeclass_info", args, "-vvv", *extra)
+    assert rc == 2, output
+    assert "localhost | FAILED! =>" in output
+    assert result["msg"] == ("401 Unauthorized from %s listing runtimeclasses: the bearer token or client "
+                             "certificate was rejected" % fake.url)
+    assert "Traceback" not in output
+    assert WRONG not in output
+    assert len(fake.list_requests("runtimeclasses")) == 1  # not retried
+
+
+def test_unreachable_apiserver_fails_after_retries(ansible_env):
+    rc, result, output = adhoc(ansible_env, "node_info", "host=http://127.0.0.1:1 retries=1 retry_delay=0.01")
+    assert rc == 2, output
+    assert result["msg"] == ("gave up after 2 attempts listing nodes: cannot connect to http://127.0.0.1:1 "
+                             "(Connection refused)")
+    assert result["api_requests"] == 2
+    assert "Traceback" not in output
+
+
+def test_missing_kubernetes_library_is_a_clear_failure(kubeconfig, ansible_env, tmp_path):
+    # A bare venv of the same Python: stdlib only, no kubernetes client.
+    bare = tmp_path / "bare-venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(bare)], check=True)
+    python = str(bare / "bin" / "python")
+    probe = subprocess.run([python, "-c", "import kubernetes"], stderr=subprocess.DEVNULL)
+    assert probe.returncode != 0
+    rc, result, output = adhoc(ansible_env, "runtimeclass_info", "kubeconfig=%s" % kubeconfig, interpreter=python)
+    assert rc == 2, output
+    assert "Failed to import the required Python library (kubernetes)" in result["msg"]
+    assert "Traceback" not in output
+
+
+def test_play_over_four_hosts_lists_the_cluster_once(fake, kubeconfig, ansible_env, tmp_path):
+    inventory = tmp_path / "hosts.ini"
+    inventory.write_text("[gpu]\n" + "".join(
+        "node%d ansible_connection=local ansible_python_interpreter=%s\n" % (index, sys.executable)
+        for index in range(1, 5)))
+    report = tmp_path / "report.json"
+    playbook = tmp_path / "audit.yml"
+    playbook.write_text(textwrap.dedent("""\
+        - hosts: gpu
+          gather_facts: false
+          tasks:
+            - name: List RuntimeClasses once for the play
+              gpurt.runtime_gate.runtimeclass_info:
+                kubeconfig: {kubeconfig}
+              run_once: true
+              delegate_to: localhost
+              register: gpurt_runtimeclasses
+
+            - name: Every host sees the result
+              ansible.builtin.assert:
+                that:
+                  - gpurt_runtimeclasses.runtimeclasses | map(attribute='handler') | list
+                    == ['kata-qemu', 'nvidia', 'nvidia-cdi']
+
+            - name: Keep the registered result for the test
+              ansible.builtin.copy:
+                content: "{{{{ gpurt_runtimeclasses | to_json }}}}"
+                dest: {report}
+              run_once: true
+              delegate_to: localhost
+        """).format(kubeconfig=kubeconfig, report=report))
+    rc, output = run(ansible_env, "ansible-playbook", "-i", str(inventory), str(playbook))
+    assert rc == 0, output
+    for index in range(1, 5):
+        assert re.search(r"node%d\s*: ok=\d+ .*failed=0" % index, output), output
+    assert len(fake.list_requests("runtimeclasses")) == 1
+    result = json.loads(report.read_text())
+    assert (result["api_requests"], result["api_list_calls"]) == (1, 1)
+
+
+def test_fake_apiserver_runs_as_a_process(tmp_path):
+    # The benchmark and the demo start it this way.
+    from ansible_collections.gpurt.runtime_gate.plugins.module_utils import kube
+
+    data = tmp_path / "data.json"
+    data.write_text(json.dumps({"runtimeclasses": RUNTIMECLASSES, "nodes": NODES}))
+    port_file, kubeconfig = tmp_path / "port", tmp_path / "kubeconfig"
+    proc = subprocess.Popen([sys.executable, os.path.join(REPO, "tests", "lib", "fake_apiserver.py"),
+                             "--data", str(data), "--token", TOKEN, "--port-file", str(port_file),
+                             "--kubeconfig", str(kubeconfig)], stdout=subprocess.PIPE, universal_newlines=True)
+    try:
+        line = proc.stdout.readline()
+        port = int(port_file.read_text())
+        assert line.strip() == "FAKE_APISERVER_URL=http://127.0.0.1:%d" % port
+        with kube.lister_from_params(dict(kubeconfig=str(kubeconfig)), environ={}) as client:
+            assert len(client.list_all("nodes")) == len(NODES)
+    finally:
+        proc.terminate()
+        assert proc.wait(timeout=10) == 0

@@ -1,0 +1,292 @@
+import json
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ansible_collections.gpurt.runtime_gate.plugins.module_utils import runtimeclasses as rc
+
+
+def runtimeclass(name, handler, **extra):
+    obj = {"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass", "metadata": {"name": name}, "handler": handler}
+    obj.update(extra)
+    return obj
+
+
+# ----- normalize_runtimeclass ---------------------------------------------------------
+
+def test_runtimeclass_with_every_field():
+    obj = runtimeclass(
+        "nvidia", "nvidia-cdi",
+        overhead={"podFixed": {"cpu": "250m", "memory": "64Mi"}},
+        scheduling={"nodeSelector": {"nvidia.com/gpu.present": "true"},
+                    "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]},
+    )
+    assert rc.normalize_runtimeclass(obj, "cluster") == {
+        "name": "nvidia",
+        "handler": "nvidia-cdi",
+        "overhead": {"podFixed": {"cpu": "250m", "memory": "64Mi"}},
+        "node_selector": {"nvidia.com/gpu.present": "true"},
+        "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
+        "source": "cluster",
+    }
+
+
+def test_runtimeclass_without_optional_fields_gets_empty_defaults():
+    item = rc.normalize_runtimeclass({"metadata": {"name": "kata"}, "handler": "kata"}, "a.yaml")
+    assert item["overhead"] is None
+    assert item["node_selector"] == {}
+    assert item["tolerations"] == []
+    assert item["source"] == "a.yaml"
+
+
+def test_runtimeclass_overhead_without_podfixed_is_an_empty_map():
+    item = rc.normalize_runtimeclass(runtimeclass("x", "x", overhead={}), "cluster")
+    assert item["overhead"] == {"podFixed": {}}
+
+
+def test_runtimeclass_without_handler_names_the_object_and_source():
+    with pytest.raises(ValueError) as err:
+        rc.normalize_runtimeclass({"metadata": {"name": "nvidia"}}, "rc.yaml, document 2")
+    assert str(err.value) == "RuntimeClass 'nvidia' (from rc.yaml, document 2) has no handler"
+
+
+@pytest.mark.parametrize("handler", ["", None, 5])
+def test_runtimeclass_with_empty_or_non_string_handler_is_invalid(handler):
+    with pytest.raises(ValueError, match="has no handler"):
+        rc.normalize_runtimeclass(runtimeclass("nvidia", handler), "cluster")
+
+
+@pytest.mark.parametrize("metadata", [None, {}, {"name": ""}, "nvidia"])
+def test_runtimeclass_without_name_is_invalid(metadata):
+    with pytest.raises(ValueError) as err:
+        rc.normalize_runtimeclass({"metadata": metadata, "handler": "nvidia"}, "cluster")
+    assert "has no metadata.name" in str(err.value)
+    assert "cluster" in str(err.value)
+
+
+def test_runtimeclass_that_is_not_a_mapping_is_invalid():
+    with pytest.raises(ValueError, match="RuntimeClass from x.yaml is not a mapping but list"):
+        rc.normalize_runtimeclass(["nvidia"], "x.yaml")
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=5),
+    lambda children: st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=8), children, max_size=4),
+    max_leaves=12,
+)
+objects = st.fixed_dictionaries({}, optional={
+    "metadata": json_values | st.fixed_dictionaries({"name": json_values}),
+    "handler": json_values, "overhead": json_values, "scheduling": json_values, "status": json_values,
+    "spec": json_values,
+})
+
+
+@settings(max_examples=150, deadline=None)
+@given(objects)
+def test_any_json_object_is_normalized_or_rejected_with_valueerror(obj):
+    for normalize in (rc.normalize_runtimeclass, rc.normalize_node):
+        try:
+            item = normalize(obj, "generated")
+        except ValueError:
+            continue
+        assert isinstance(item["name"], str) and item["name"]
+        json.dumps(item)  # results must be plain JSON for Ansible
+
+
+# ----- normalize_node -----------------------------------------------------------------
+
+def node(name="gpu-1", **status):
+    return {
+        "apiVersion": "v1", "kind": "Node",
+        "metadata": {"name": name, "labels": {"nvidia.com/gpu.present": "true"}},
+        "spec": {"taints": [{"key": "nvidia.com/gpu", "effect": "NoSchedule"}]},
+        "status": dict({
+            "allocatable": {"cpu": "8", "memory": "32Gi", "nvidia.com/gpu": "1"},
+            "nodeInfo": {"kubeletVersion": "v1.33.1", "containerRuntimeVersion": "containerd://2.1.9"},
+        }, **status),
+    }
+
+
+def test_node_reports_sorted_named_handlers_without_the_default_entry():
+    obj = node(runtimeHandlers=[
+        {"name": "", "features": {"recursiveReadOnlyMounts": True}},
+        {"name": "runc", "features": {"recursiveReadOnlyMounts": True, "userNamespaces": True}},
+        {"name": "nvidia", "features": {"recursiveReadOnlyMounts": True}},
+    ])
+    item = rc.normalize_node(obj)
+    assert item["runtime_handlers"] == ["nvidia", "runc"]
+    assert item["runtime_handler_features"][""] == {"recursiveReadOnlyMounts": True}
+    assert item["runtime_handler_features"]["runc"]["userNamespaces"] is True
+    assert item["labels"] == {"nvidia.com/gpu.present": "true"}
+    assert item["allocatable"]["nvidia.com/gpu"] == "1"
+    assert item["taints"] == [{"key": "nvidia.com/gpu", "effect": "NoSchedule"}]
+    assert item["kubelet_version"] == "v1.33.1"
+    assert item["container_runtime_version"] == "containerd://2.1.9"
+    assert item["unschedulable"] is False
+
+
+def test_node_without_runtimehandlers_key_is_not_reported_rather_than_empty():
+    assert rc.normalize_node(node())["runtime_handlers"] is None
+    assert rc.normalize_node(node())["runtime_handler_features"] is None
+    assert rc.normalize_node(node(runtimeHandlers=[]))["runtime_handlers"] == []
+    assert rc.normalize_node(node(runtimeHandlers=[{"name": ""}]))["runtime_handlers"] == []
+
+
+def test_node_with_only_a_name_gets_empty_defaults():
+    item = rc.normalize_node({"metadata": {"name": "bare"}})
+    assert item == {
+        "name": "bare", "labels": {}, "runtime_handlers": None, "runtime_handler_features": None,
+        "allocatable": {}, "taints": [], "unschedulable": False, "kubelet_version": None,
+        "container_runtime_version": None, "source": None,
+    }
+
+
+def test_node_without_name_is_invalid():
+    with pytest.raises(ValueError, match=r"Node without metadata.name \(from nodes.yaml\) has no metadata.name"):
+        rc.normalize_node({"metadata": {"labels": {}}}, "nodes.yaml")
+
+
+def test_node_with_runtimehandlers_not_a_list_is_invalid():
+    with pytest.raises(ValueError, match="Node 'gpu-1' has status.runtimeHandlers that is not a list"):
+        rc.normalize_node(node(runtimeHandlers={"name": "nvidia"}))
+
+
+# ----- normalize_objects --------------------------------------------------------------
+
+def test_normalize_objects_sorts_by_name_and_reports_every_bad_object():
+    pairs = [
+        (runtimeclass("zeta", "zeta"), "cluster"),
+        ({"metadata": {"name": "nohandler"}}, "cluster"),
+        (runtimeclass("alpha", "alpha"), "cluster"),
+        ({"handler": "nameless"}, "cluster"),
+    ]
+    items, errors = rc.normalize_objects(pairs, "RuntimeClass")
+    assert [item["name"] for item in items] == ["alpha", "zeta"]
+    assert errors == [
+        "RuntimeClass 'nohandler' (from cluster) has no handler",
+        "RuntimeClass without metadata.name (from cluster) has no metadata.name",
+    ]
+
+
+def test_normalize_objects_reports_a_name_defined_twice_and_keeps_the_first():
+    pairs = [(runtimeclass("nvidia", "nvidia"), "a.yaml"), (runtimeclass("nvidia", "nvidia-cdi"), "b.yaml")]
+    items, errors = rc.normalize_objects(pairs, "RuntimeClass")
+    assert [item["handler"] for item in items] == ["nvidia"]
+    assert errors == ["RuntimeClass 'nvidia' is defined twice (from a.yaml and from b.yaml)"]
+
+
+# ----- load_manifests -----------------------------------------------------------------
+
+def write(path, text):
+    path.write_text(text)
+    return str(path)
+
+
+def names(pairs):
+    return [obj["metadata"]["name"] for obj, _ in pairs]
+
+
+def test_single_yaml_file(tmp_path):
+    path = write(tmp_path / "rc.yaml", "apiVersion: node.k8s.io/v1\nkind: RuntimeClass\n"
+                                      "metadata: {name: nvidia}\nhandler: nvidia\n")
+    pairs = rc.load_manifests(path, "RuntimeClass")
+    assert pairs == [(runtimeclass("nvidia", "nvidia"), path)]
+
+
+def test_multi_document_yaml_skips_other_kinds_and_numbers_documents(tmp_path):
+    path = write(tmp_path / "all.yaml", "\n".join([
+        "kind: RuntimeClass\nmetadata: {name: nvidia}\nhandler: nvidia",
+        "---",
+        "kind: ConfigMap\nmetadata: {name: not-me}",
+        "---",
+        "",  # an empty document, as `---` at the end leaves
+        "---",
+        "kind: RuntimeClass\nmetadata: {name: kata}\nhandler: kata",
+    ]))
+    pairs = rc.load_manifests(path, "RuntimeClass")
+    assert names(pairs) == ["nvidia", "kata"]
+    assert [source for _, source in pairs] == ["%s, document 1" % path, "%s, document 4" % path]
+
+
+def test_list_and_kind_list_items(tmp_path):
+    path = write(tmp_path / "lists.yaml", "\n".join([
+        "kind: List",
+        "items:",
+        "- {kind: RuntimeClass, metadata: {name: a}, handler: a}",
+        "- {kind: Node, metadata: {name: some-node}}",
+        "---",
+        "kind: RuntimeClassList",
+        "items:",
+        "- {metadata: {name: b}, handler: b}",  # apiserver list items may omit kind
+    ]))
+    pairs = rc.load_manifests(path, "RuntimeClass")
+    assert names(pairs) == ["a", "b"]
+    assert pairs[1][1] == "%s, document 2, item 1" % path
+    assert names(rc.load_manifests(path, "Node")) == ["some-node"]
+
+
+def test_directory_reads_yaml_yml_json_in_name_order_only(tmp_path):
+    write(tmp_path / "b.yml", "kind: RuntimeClass\nmetadata: {name: from-yml}\nhandler: x\n")
+    write(tmp_path / "a.json", json.dumps({"kind": "RuntimeClass", "metadata": {"name": "from-json"}, "handler": "y"}))
+    write(tmp_path / "c.yaml", "kind: RuntimeClass\nmetadata: {name: from-yaml}\nhandler: z\n")
+    write(tmp_path / "notes.txt", "kind: RuntimeClass\nmetadata: {name: from-txt}\nhandler: z\n")
+    (tmp_path / "sub").mkdir()
+    write(tmp_path / "sub" / "d.yaml", "kind: RuntimeClass\nmetadata: {name: nested}\nhandler: z\n")
+    assert names(rc.load_manifests(str(tmp_path), "RuntimeClass")) == ["from-json", "from-yml", "from-yaml"]
+
+
+def test_bad_yaml_names_the_file_and_line(tmp_path):
+    path = write(tmp_path / "broken.yaml", "kind: RuntimeClass\nmetadata: {name: nvidia\nhandler: nvidia\n")
+    with pytest.raises(ValueError) as err:
+        rc.load_manifests(str(tmp_path), "RuntimeClass")
+    assert str(err.value).startswith("manifest %s is not valid YAML (line " % path)
+
+
+def test_bad_json_names_the_file(tmp_path):
+    path = write(tmp_path / "broken.json", '{"kind": "RuntimeClass",')
+    with pytest.raises(ValueError, match="manifest %s is not valid JSON" % path):
+        rc.load_manifests(path, "RuntimeClass")
+
+
+def test_document_that_is_not_a_mapping_is_an_error(tmp_path):
+    path = write(tmp_path / "list.yaml", "- kind: RuntimeClass\n")
+    with pytest.raises(ValueError, match="%s is not a mapping but list" % path):
+        rc.load_manifests(path, "RuntimeClass")
+
+
+def test_missing_path_is_an_error(tmp_path):
+    with pytest.raises(ValueError, match="manifest path .*/nope does not exist"):
+        rc.load_manifests(str(tmp_path / "nope"), "RuntimeClass")
+
+
+def test_manifest_with_missing_fields_loads_then_fails_normalization(tmp_path):
+    path = write(tmp_path / "rc.yaml", "kind: RuntimeClass\nmetadata: {name: nvidia}\n")
+    items, errors = rc.normalize_objects(rc.load_manifests(path, "RuntimeClass"), "RuntimeClass")
+    assert items == []
+    assert errors == ["RuntimeClass 'nvidia' (from %s) has no handler" % path]
+
+
+# ----- labels_match -------------------------------------------------------------------
+
+@pytest.mark.parametrize("selector, expected", [
+    ("", True),
+    ("gpu=true", True),
+    ("gpu==true", True),
+    ("gpu=false", False),
+    ("gpu!=false", True),
+    ("gpu!=true", False),
+    ("gpu", True),
+    ("!gpu", False),
+    ("zone", False),
+    ("!zone", True),
+    ("gpu=true, pool=a100", True),
+    ("gpu=true,pool=h100", False),
+])
+def test_labels_match(selector, expected):
+    assert rc.labels_match({"gpu": "true", "pool": "a100"}, selector) is expected
+
+
+def test_set_based_selector_is_refused_for_manifests():
+    with pytest.raises(ValueError, match="only equality terms"):
+        rc.labels_match({}, "pool in (a100,h100)")
