@@ -13,3 +13,22 @@ if COLLECTIONS not in sys.path:
     sys.path.insert(0, COLLECTIONS)
 if REPO not in sys.path:
     sys.path.insert(0, REPO)
+
+import pytest  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def containerd():
+    """{version: path} of the real containerd binaries (1.6, 1.7, 2.1)."""
+    from tests.lib import containerd_bins
+    return containerd_bins.ensure_binaries()
+
+
+@pytest.fixture
+def make_node(tmp_path, containerd):
+    """make_node(name, version) -> tests.lib.nodes.Node rooted under tmp_path/nodes."""
+    from tests.lib.nodes import Node
+
+    def factory(name, version="2.1"):
+        return Node(tmp_path / "nodes", name, version)
+    return factory

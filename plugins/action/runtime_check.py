@@ -64,7 +64,6 @@ class ActionModule(ActionBase):
             missing=[line.split("=", 1)[1] for line in entry["missing"]],
             missing_lines=entry["missing"],
             counts=entry["counts"],
-            entry=entry,
         )
         failing = [f for f in entry["findings"] if checks.reaches(f["severity"], args["fail_on"])]
         lines = entry["missing"] + ["%s %s: %s" % (f["severity"].upper(), f["check"], f["message"])

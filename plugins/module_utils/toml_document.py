@@ -90,6 +90,8 @@ def _is_table_array(value):
 
 
 def _emit(lines, path, table, depth):
+    """Write table's keys, then its sub-tables. depth counts the headers written above, so a
+    table reached only through header-less parents is not indented for them."""
     scalars = [(k, v) for k, v in table.items() if not isinstance(v, dict) and not _is_table_array(v)]
     tables = [(k, v) for k, v in table.items() if isinstance(v, dict)]
     arrays = [(k, v) for k, v in table.items() if _is_table_array(v)]
@@ -102,14 +104,16 @@ def _emit(lines, path, table, depth):
         if has_scalars or not value:
             if lines and lines[-1] != "":
                 lines.append("")
-            lines.append("%s[%s]" % ("  " * depth, ".".join(_key(k) for k in sub)))
-        _emit(lines, sub, value, depth + 1)
+            lines.append("%s[%s]" % (indent, ".".join(_key(k) for k in sub)))
+            _emit(lines, sub, value, depth + 1)
+        else:
+            _emit(lines, sub, value, depth)
     for key, items in arrays:
         sub = path + [key]
         for item in items:
             if lines and lines[-1] != "":
                 lines.append("")
-            lines.append("%s[[%s]]" % ("  " * depth, ".".join(_key(k) for k in sub)))
+            lines.append("%s[[%s]]" % (indent, ".".join(_key(k) for k in sub)))
             _emit(lines, sub, item, depth + 1)
 
 

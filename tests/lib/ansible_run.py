@@ -1,0 +1,79 @@
+"""Run the real ansible-playbook / ansible CLIs against this checkout's collection."""
+import json
+import os
+import re
+import subprocess
+import sys
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BIN = os.path.dirname(sys.executable)
+_RECAP = re.compile(r"^(\S+)\s+:\s+ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)\s+"
+                    r"skipped=(\d+)\s+rescued=(\d+)\s+ignored=(\d+)", re.MULTILINE)
+
+
+class Run(object):
+    def __init__(self, proc):
+        self.rc = proc.returncode
+        self.out = proc.stdout
+        self.err = proc.stderr
+        self.recap = dict(
+            (m.group(1), dict(zip(("ok", "changed", "unreachable", "failed", "skipped", "rescued", "ignored"),
+                                  (int(g) for g in m.groups()[1:]))))
+            for m in _RECAP.finditer(self.out))
+
+    @property
+    def text(self):
+        return self.out + self.err
+
+    def changed(self):
+        return sum(h["changed"] for h in self.recap.values())
+
+    def gate_lines(self):
+        """The plain lines the gpurt.runtime_gate.summary callback prints after the recap."""
+        marker = self.out.rfind("RUNTIME GATE ")
+        if marker < 0:
+            return []
+        return [l for l in self.out[marker:].splitlines()[1:] if l.strip()]
+
+    def __repr__(self):
+        return "<Run rc=%s>\n%s\n%s" % (self.rc, self.out[-6000:], self.err[-3000:])
+
+
+def env(extra=None):
+    environ = dict(os.environ)
+    environ.update(
+        ANSIBLE_CONFIG=os.path.join(REPO, "ansible.cfg"),
+        ANSIBLE_COLLECTIONS_PATH=os.path.join(REPO, ".collections"),
+        ANSIBLE_NOCOLOR="1",
+        ANSIBLE_FORCE_COLOR="0",
+        ANSIBLE_DEPRECATION_WARNINGS="0",
+        ANSIBLE_LOCAL_TEMP=os.environ.get("ANSIBLE_LOCAL_TEMP", "/tmp/gpurt-ansible-local"),
+        PATH=BIN + os.pathsep + os.environ.get("PATH", ""),
+    )
+    environ.update(extra or {})
+    return environ
+
+
+def playbook(playbook_path, inventory, extra_vars=None, check=False, diff=False, args=(), extra_env=None, timeout=600):
+    argv = [os.path.join(BIN, "ansible-playbook"), "-i", inventory, playbook_path]
+    if check:
+        argv.append("--check")
+    if diff:
+        argv.append("--diff")
+    if extra_vars:
+        argv += ["-e", json.dumps(extra_vars)]
+    argv += list(args)
+    proc = subprocess.run(argv, cwd=REPO, env=env(extra_env), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          universal_newlines=True, timeout=timeout)
+    return Run(proc)
+
+
+def write_inventory(path, hosts, group_vars=None, groups=None):
+    """An inventory of local-connection nodes: hosts = {name: vars}; groups = {group: [names]}."""
+    children = dict((g, {"hosts": dict((h, {}) for h in members)}) for g, members in (groups or {}).items())
+    all_vars = {"ansible_connection": "local", "ansible_python_interpreter": sys.executable}
+    all_vars.update(group_vars or {})
+    doc = {"all": {"vars": all_vars, "hosts": hosts, "children": children}}
+    with open(path, "w") as handle:
+        json.dump(doc, handle, indent=2)
+    return path

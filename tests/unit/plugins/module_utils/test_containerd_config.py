@@ -1,0 +1,162 @@
+import os
+
+import pytest
+
+from ansible_collections.gpurt.runtime_gate.plugins.module_utils import containerd_config as cc
+from ansible_collections.gpurt.runtime_gate.plugins.module_utils import loaded_config
+from ansible_collections.gpurt.runtime_gate.plugins.module_utils import toml_document
+
+DUMPS = os.path.join(os.path.dirname(__file__), "..", "..", "fixtures", "dumps")
+
+
+def dump_text(name):
+    with open(os.path.join(DUMPS, name)) as handle:
+        return handle.read()
+
+
+@pytest.mark.parametrize("name", ["containerd-1.6-v2-nvidia.toml", "containerd-1.7-v2-nvidia.toml"])
+def test_v2_dump_of_1x(name):
+    loaded = loaded_config.summarize_dump(dump_text(name))
+    assert loaded["version"] == 2
+    assert loaded["cri_plugins"] == [cc.CRI_PLUGIN_V2]
+    assert loaded["runtime_names"] == ["nvidia", "runc"]
+    nvidia = loaded["runtimes"]["nvidia"]
+    assert nvidia["runtime_type"] == "io.containerd.runc.v2"
+    assert nvidia["binary_name"] == "/usr/bin/nvidia-container-runtime"
+    assert nvidia["systemd_cgroup"] is True
+    assert nvidia["plugin"] == cc.CRI_PLUGIN_V2
+    assert loaded["default_runtime_name"] == "runc"
+    # 1.x dumps imports as the files it merged, the main file first.
+    assert loaded["imports"] == ["fx/config.toml"]
+
+
+def test_v3_dump_of_2x():
+    loaded = loaded_config.summarize_dump(dump_text("containerd-2.1-v3-nvidia.toml"))
+    assert loaded["version"] == 3
+    assert loaded["cri_plugins"] == [cc.CRI_PLUGIN_V3]
+    assert loaded["runtime_names"] == ["nvidia", "nvidia-cdi", "runc"]
+    assert loaded["runtimes"]["nvidia-cdi"]["binary_name"] == "/usr/bin/nvidia-container-runtime.cdi"
+    # 2.x dumps a user runtime with only the options written; unset means false to containerd.
+    assert loaded["runtimes"]["nvidia-cdi"]["systemd_cgroup"] is None
+    assert loaded["runtimes"]["runc"]["binary_name"] == ""
+    assert loaded["enable_cdi"] is True
+    assert loaded["cdi_spec_dirs"] == ["/etc/cdi", "/var/run/cdi"]
+    # 2.x dumps the patterns as written.
+    assert loaded["imports"] == ["/etc/containerd/conf.d/*.toml"]
+
+
+def test_2x_migrates_a_v2_file():
+    loaded = loaded_config.summarize_dump(dump_text("containerd-2.1-from-v2-nvidia.toml"))
+    assert loaded["version"] == 3
+    assert loaded["runtime_names"] == ["nvidia", "runc"]
+    assert loaded["runtimes"]["runc"]["systemd_cgroup"] is True
+
+
+def test_v3_with_old_plugin_name_loses_the_runtime():
+    loaded = loaded_config.summarize_dump(dump_text("containerd-2.1-v3-oldname.toml"))
+    assert loaded["runtime_names"] == ["runc"]
+
+
+def test_partial_dump_without_cri_plugin():
+    loaded = loaded_config.summarize_dump('version = 2\nroot = "/var/lib/containerd"\n')
+    assert loaded["runtime_names"] == []
+    assert loaded["default_runtime_name"] == ""
+    assert loaded["cri_plugins"] == []
+
+
+def test_partial_dump_with_runtime_only():
+    text = '[plugins."io.containerd.cri.v1.runtime".containerd.runtimes.nvidia]\n'
+    loaded = loaded_config.summarize_dump("version = 3\n" + text)
+    assert loaded["runtime_names"] == ["nvidia"]
+    assert loaded["runtimes"]["nvidia"]["runtime_type"] == ""
+    assert loaded["runtimes"]["nvidia"]["systemd_cgroup"] is None
+
+
+def test_v3_name_wins_over_v2_name_for_the_same_runtime():
+    doc = {"version": 3, "plugins": {
+        cc.CRI_PLUGIN_V2: {"containerd": {"runtimes": {"nvidia": {"runtime_type": "old"}}}},
+        cc.CRI_PLUGIN_V3: {"containerd": {"runtimes": {"nvidia": {"runtime_type": "new"}}}},
+    }}
+    assert cc.summarize(doc)["runtimes"]["nvidia"]["runtime_type"] == "new"
+
+
+@pytest.mark.parametrize("text, message", [
+    ("", "is empty"),
+    ("   \n", "is empty"),
+    ("garbage [[[", "not valid TOML"),
+    ("version = 2\n[plugins\n", "not valid TOML"),
+    ('version = "two"\n', "'version' must be an integer"),
+    ("version = 2\nplugins = 3\n", "'plugins' must be a table"),
+    ('version = 2\nimports = "x"\n', "'imports' must be a list"),
+    ('version = 2\n[plugins."io.containerd.grpc.v1.cri".containerd]\nruntimes = 1\n', "must be a table"),
+    (b"version = 2\nroot = '\xff\xfe'\n", "not UTF-8"),
+])
+def test_bad_dumps_raise_dump_error(text, message):
+    with pytest.raises(loaded_config.DumpError) as excinfo:
+        loaded_config.summarize_dump(text)
+    assert message in str(excinfo.value)
+
+
+def test_truncated_dump_is_an_error():
+    text = dump_text("containerd-2.1-v3-nvidia.toml")
+    cut = text.index("runtimes.nvidia]") + 5
+    with pytest.raises(loaded_config.DumpError):
+        loaded_config.summarize_dump(text[:cut])
+
+
+@pytest.mark.parametrize("major, version, plugin, ignored", [
+    (2, 3, cc.CRI_PLUGIN_V2, True),
+    (2, 3, cc.CRI_PLUGIN_V3, False),
+    (2, 2, cc.CRI_PLUGIN_V2, False),
+    (2, 1, cc.CRI_PLUGIN_V1, True),
+    (1, 2, cc.CRI_PLUGIN_V2, False),
+    (1, 2, cc.CRI_PLUGIN_V3, True),
+    (1, 3, cc.CRI_PLUGIN_V3, True),
+    (1, 3, cc.CRI_PLUGIN_V2, False),
+    (1, 1, cc.CRI_PLUGIN_V1, False),
+    (2, 4, cc.CRI_PLUGIN_V3, False),
+    (2, 9, cc.CRI_PLUGIN_V3, False),
+])
+def test_which_plugin_name_each_version_reads(major, version, plugin, ignored):
+    assert (cc.ignored_plugin_reason(major, version, plugin) is not None) is ignored
+
+
+class TestHostSideTextReaders(object):
+    def test_imports_single_line(self):
+        assert cc.top_level_imports('version = 2\nimports = ["/a/*.toml", \'/b/x.toml\']\n') == ["/a/*.toml", "/b/x.toml"]
+
+    def test_imports_multi_line_with_trailing_comma(self):
+        text = 'imports = [\n  "/etc/containerd/conf.d/*.toml",\n  "/opt/x.toml",\n]\nversion = 3\n'
+        assert cc.top_level_imports(text) == ["/etc/containerd/conf.d/*.toml", "/opt/x.toml"]
+
+    def test_imports_inside_a_table_do_not_count(self):
+        text = 'version = 2\n[plugins.x]\nimports = ["/nope/*.toml"]\n'
+        assert cc.top_level_imports(text) == []
+
+    def test_imports_absent_or_empty(self):
+        assert cc.top_level_imports("version = 2\n") == []
+        assert cc.top_level_imports("imports = []\n") == []
+
+    def test_escaped_quotes(self):
+        assert cc.top_level_imports(r'imports = ["/a \"b\"/*.toml"]') == ['/a "b"/*.toml']
+
+    def test_version(self):
+        assert cc.top_level_version("version = 3\n[x]\nversion = 2\n") == 3
+        assert cc.top_level_version("[x]\nversion = 2\n") is None
+
+    def test_binary_names_from_a_real_dump(self):
+        assert cc.binary_names(dump_text("containerd-2.1-v3-nvidia.toml")) == [
+            "/usr/bin/nvidia-container-runtime", "/usr/bin/nvidia-container-runtime.cdi"]
+
+    def test_string_array_anywhere(self):
+        assert cc.string_array(dump_text("containerd-2.1-v3-nvidia.toml"), "cdi_spec_dirs") == ["/etc/cdi", "/var/run/cdi"]
+        assert cc.string_array("x = 1\n", "cdi_spec_dirs") is None
+
+    def test_host_readers_agree_with_tomllib_on_real_dumps(self):
+        for name in os.listdir(DUMPS):
+            if not name.endswith(".toml"):
+                continue
+            text = dump_text(name)
+            doc = toml_document.loads(text)
+            assert cc.top_level_imports(text) == doc.get("imports", []), name
+            assert cc.top_level_version(text) == doc.get("version"), name
