@@ -1,0 +1,166 @@
+import os
+
+import pytest
+
+from ansible_collections.gpurt.runtime_gate.plugins.module_utils import audit
+from ansible_collections.gpurt.runtime_gate.plugins.module_utils import loaded_config
+
+DUMPS = os.path.join(os.path.dirname(__file__), "..", "..", "fixtures", "dumps")
+
+
+def dump_text(name):
+    with open(os.path.join(DUMPS, name)) as handle:
+        return handle.read()
+
+
+def rc(name, handler=None, selector=None):
+    return {"name": name, "handler": handler or name, "node_selector": selector or {}, "overhead": None}
+
+
+def gathered(names=("runc", "nvidia"), **extra):
+    runtimes = dict((n, {"name": n, "runtime_type": "io.containerd.runc.v2", "binary_name": "",
+                         "systemd_cgroup": True, "plugin": "io.containerd.cri.v1.runtime"}) for n in names)
+    result = {"loaded": {"runtimes": runtimes, "runtime_names": sorted(runtimes), "default_runtime_name": "runc",
+                         "enable_cdi": True, "cdi_spec_dirs": []}}
+    result.update(extra)
+    return result
+
+
+class TestNotCheckedReason(object):
+    @pytest.mark.parametrize("result, reason", [
+        (None, "no result: the host did not run the gather task"),
+        ("text", "unexpected gather result"),
+        ({"unreachable": True, "msg": "Failed to connect to the host via ssh"},
+         "unreachable: Failed to connect to the host via ssh"),
+        ({"unreachable": True}, "unreachable: connection failed"),
+        ({"skipped": True, "skip_reason": "Conditional result was False"}, "gather skipped: Conditional result was False"),
+        ({"skipped": True}, "gather skipped: condition false"),
+        ({"failed": True, "msg": "n1: containerd binary not found: /x"}, "n1: containerd binary not found: /x"),
+        ({"failed": True}, "gather failed"),
+        ({"changed": False}, "gather result has no parsed config"),
+        ({"loaded": "not a dict"}, "gather result has no parsed config"),
+    ])
+    def test_reasons(self, result, reason):
+        assert audit.not_checked_reason(result) == reason
+
+    def test_unreachable_wins_over_failed(self):
+        assert audit.not_checked_reason({"unreachable": True, "failed": True, "msg": "m"}) == "unreachable: m"
+
+    def test_checkable(self):
+        assert audit.not_checked_reason(gathered()) is None
+
+
+class TestAuditHost(object):
+    @pytest.mark.parametrize("result", [None, {"failed": True, "msg": "boom"}, {"unreachable": True, "msg": "x"},
+                                        {"skipped": True}])
+    def test_not_checked(self, result):
+        entry = audit.audit_host("n1", result, [rc("nvidia")])
+        assert entry["status"] == "NOT CHECKED"
+        assert entry["failing"] is True
+        assert entry["reason"] == audit.not_checked_reason(result)
+        assert entry["findings"] == [] and entry["runtimes"] is None
+
+    def test_not_checked_fails_even_at_none(self):
+        assert audit.audit_host("n1", None, [], options={"fail_on": "none"})["failing"] is True
+
+    def test_ok(self):
+        entry = audit.audit_host("n1", gathered(), [rc("nvidia")], labels={})
+        assert entry["status"] == "OK" and entry["findings"] == [] and entry["failing"] is False
+        assert entry["runtimes"] == ["nvidia", "runc"]
+        # a bare dump: only the checks that need nothing but the loaded config run
+        assert entry["checks_run"] == sorted(["missing_handler", "default_runtime_not_loaded",
+                                              "default_runtime_blast_radius", "cdi_disabled"])
+
+    def test_checks_run_follow_what_was_gathered(self):
+        g = gathered(imports=[], files=[], paths={}, cdi_specs=[], kubelet_config={"path": "k", "content": None})
+        entry = audit.audit_host("n1", g, [], allocatable={"cpu": "1"}, options={"skip_checks": ["orphan_dropin"]})
+        assert "orphan_dropin" not in entry["checks_run"]
+        assert set(entry["checks_run"]) == set(audit._HOST_CHECKS) - {"orphan_dropin"}
+
+    def test_missing_handler(self):
+        entry = audit.audit_host("n1", gathered(("runc",)), [rc("nvidia"), rc("kata", selector={"k": "1"})], labels={})
+        assert entry["status"] == "FINDINGS" and entry["failing"] is True
+        assert entry["missing"] == ["MISSING=nvidia"]
+
+    def test_fail_on_and_skip(self):
+        g = gathered(("runc",))
+        entry = audit.audit_host("n1", g, [rc("nvidia")], labels={}, options={"fail_on": "none"})
+        assert entry["status"] == "FINDINGS" and entry["failing"] is False
+        entry = audit.audit_host("n1", g, [rc("nvidia")], labels={}, options={"skip_checks": ["missing_handler"]})
+        assert entry["status"] == "OK" and "missing_handler" not in entry["checks_run"]
+
+    def test_bare_dump_contract(self):
+        g = audit.gathered_from_dump(dump_text("containerd-2.1-v3-oldname.toml"))
+        entry = audit.audit_host("dump", g, [rc("nvidia")])
+        assert entry["missing"] == ["MISSING=nvidia"]
+        g = audit.gathered_from_dump(dump_text("containerd-2.1-v3-nvidia.toml"))
+        assert audit.audit_host("dump", g, [rc("nvidia"), rc("nvidia-cdi")])["status"] == "OK"
+
+    @pytest.mark.parametrize("text", ["", "   \n", "not toml [", b"\xff\xfe"])
+    def test_bad_dump_is_an_input_error(self, text):
+        with pytest.raises(audit.AuditInputError):
+            audit.gathered_from_dump(text)
+        assert issubclass(audit.AuditInputError, ValueError)
+        assert not issubclass(audit.AuditInputError, loaded_config.DumpError)
+
+
+class TestNodeFacts(object):
+    NODES = [{"name": "n1", "labels": {"gpu": "true"}, "allocatable": {"cpu": "4"}},
+             {"name": "n2", "labels": {}, "allocatable": {"cpu": "2"}}]
+
+    def test_from_node_object(self):
+        assert audit.node_facts("n1", self.NODES) == ({"gpu": "true"}, {"cpu": "4"})
+
+    def test_explicit_values_win(self):
+        assert audit.node_facts("n1", self.NODES, labels={"a": "b"}, allocatable={"cpu": "1"}) == (
+            {"a": "b"}, {"cpu": "1"})
+
+    def test_unknown_node(self):
+        assert audit.node_facts("n9", self.NODES) == (None, None)
+        assert audit.node_facts("n9", None) == (None, None)
+
+
+def entry(name, names, **kw):
+    return audit.audit_host(name, gathered(names), [], labels={}, **kw)
+
+
+class TestAddDrift(object):
+    def test_node_lacking_a_runtime_gets_drift(self):
+        entries = [entry("a", ("runc", "nvidia")), entry("b", ("runc",)), entry("c", ("runc",))]
+        out = dict((e["node"], e) for e in audit.add_drift(entries, {"gpu": ["a", "b"]}))
+        assert out["a"]["status"] == "OK" and "node_drift" in out["a"]["checks_run"]
+        assert [f["check"] for f in out["b"]["findings"]] == ["node_drift"]
+        assert out["b"]["status"] == "FINDINGS"
+        assert out["b"]["failing"] is False  # a warning at fail_on=error
+        assert out["b"]["findings"][0]["evidence"]["lacks"] == ["nvidia"]
+        # c is in no group: untouched
+        assert out["c"] is entries[2]
+
+    def test_fail_on_warning(self):
+        entries = [entry("a", ("runc", "nvidia")), entry("b", ("runc",))]
+        out = dict((e["node"], e) for e in audit.add_drift(entries, {"gpu": ["a", "b"]}, fail_on="warning"))
+        assert out["b"]["failing"] is True and out["a"]["failing"] is False
+
+    def test_not_checked_nodes_are_not_compared(self):
+        entries = [entry("a", ("runc", "nvidia")), audit.audit_host("b", None, [])]
+        out = audit.add_drift(entries, {"gpu": ["a", "b"]})
+        assert out == entries
+        assert out[1]["status"] == "NOT CHECKED"
+
+    def test_skip(self):
+        entries = [entry("a", ("runc", "nvidia")), entry("b", ("runc",))]
+        assert audit.add_drift(entries, {"gpu": ["a", "b"]}, skip=["node_drift"]) is entries
+
+    def test_existing_findings_are_kept(self):
+        entries = [entry("a", ("runc", "nvidia")),
+                   audit.audit_host("b", gathered(("runc",)), [rc("nvidia")], labels={})]
+        out = dict((e["node"], e) for e in audit.add_drift(entries, {"gpu": ["a", "b"]}))
+        assert sorted(f["check"] for f in out["b"]["findings"]) == ["missing_handler", "node_drift"]
+        assert out["b"]["failing"] is True
+        assert out["b"]["missing"] == ["MISSING=nvidia"]
+
+    def test_equal_groups_no_drift(self):
+        entries = [entry("a", ("runc", "nvidia")), entry("b", ("nvidia", "runc"))]
+        out = audit.add_drift(entries, {"gpu": ["a", "b"]})
+        assert [e["findings"] for e in out] == [[], []]
+        assert all("node_drift" in e["checks_run"] for e in out)

@@ -1,0 +1,203 @@
+import json
+import os
+
+import pytest
+
+from ansible_collections.gpurt.runtime_gate.plugins.module_utils import host_paths
+
+
+def touch(path, text=""):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as handle:
+        handle.write(text)
+    return path
+
+
+@pytest.fixture
+def tree(tmp_path):
+    root = str(tmp_path)
+    for rel in ("conf.d/b.toml", "conf.d/a.toml", "conf.d/.hidden.toml", "conf.d/c.conf", "conf.d/sub/d.toml",
+                "conf.d/a?.toml-not", "other/x.toml", "other/y.toml", "lit[1].toml"):
+        touch(os.path.join(root, rel))
+    os.makedirs(os.path.join(root, "conf.d", "dir.toml"))
+    return root
+
+
+class TestGoGlob(object):
+    def test_star_sorted_dotfiles_match(self, tree):
+        got = host_paths.go_glob(os.path.join(tree, "conf.d", "*.toml"))
+        # Go's filepath.Glob: sorted, dot-files match '*', directories match too
+        assert got == [os.path.join(tree, "conf.d", n) for n in (".hidden.toml", "a.toml", "b.toml", "dir.toml")]
+
+    def test_star_does_not_cross_slash(self, tree):
+        got = host_paths.go_glob(os.path.join(tree, "*.toml"))
+        assert got == [os.path.join(tree, "lit[1].toml")]
+        assert os.path.join(tree, "conf.d", "sub", "d.toml") not in host_paths.go_glob(os.path.join(tree, "conf.d", "*"))
+
+    def test_magic_in_directory(self, tree):
+        got = host_paths.go_glob(os.path.join(tree, "*", "x.toml"))
+        assert got == [os.path.join(tree, "other", "x.toml")]
+        got = host_paths.go_glob(os.path.join(tree, "o*", "*.toml"))
+        assert got == [os.path.join(tree, "other", "x.toml"), os.path.join(tree, "other", "y.toml")]
+
+    def test_question_mark_and_classes(self, tree):
+        assert host_paths.go_glob(os.path.join(tree, "other", "?.toml")) == [
+            os.path.join(tree, "other", "x.toml"), os.path.join(tree, "other", "y.toml")]
+        assert host_paths.go_glob(os.path.join(tree, "other", "[^x].toml")) == [os.path.join(tree, "other", "y.toml")]
+        assert host_paths.go_glob(os.path.join(tree, "other", "[x].toml")) == [os.path.join(tree, "other", "x.toml")]
+
+    def test_no_match_and_missing_dir(self, tree):
+        assert host_paths.go_glob(os.path.join(tree, "conf.d", "*.yaml")) == []
+        assert host_paths.go_glob(os.path.join(tree, "nope", "*.toml")) == []
+
+    def test_literal_pattern(self, tree):
+        path = os.path.join(tree, "other", "x.toml")
+        assert host_paths.go_glob(path) == [path]
+        assert host_paths.go_glob(os.path.join(tree, "other", "z.toml")) == []
+
+    def test_relative_pattern(self, tree, monkeypatch):
+        monkeypatch.chdir(os.path.join(tree, "other"))
+        assert host_paths.go_glob("*.toml") == ["x.toml", "y.toml"]
+
+
+class TestImportMatches(object):
+    def test_star_entry_is_globbed_files_only(self, tree):
+        config = os.path.join(tree, "config.toml")
+        resolved, matches = host_paths.import_matches(os.path.join(tree, "conf.d", "*.toml"), config)
+        assert resolved == os.path.join(tree, "conf.d", "*.toml")
+        # the dir.toml directory is no file containerd could merge
+        assert matches == [os.path.join(tree, "conf.d", n) for n in (".hidden.toml", "a.toml", "b.toml")]
+
+    def test_entry_without_star_is_literal(self, tree):
+        config = os.path.join(tree, "config.toml")
+        # containerd globs only entries with '*': '?' and '[' are literal characters then
+        resolved, matches = host_paths.import_matches(os.path.join(tree, "other", "?.toml"), config)
+        assert (resolved, matches) == (os.path.join(tree, "other", "?.toml"), [])
+        literal = os.path.join(tree, "lit[1].toml")
+        assert host_paths.import_matches(literal, config) == (literal, [literal])
+        missing = os.path.join(tree, "other", "z.toml")
+        assert host_paths.import_matches(missing, config) == (missing, [])
+
+    def test_literal_directory_is_no_match(self, tree):
+        path = os.path.join(tree, "conf.d", "dir.toml")
+        assert host_paths.import_matches(path, os.path.join(tree, "config.toml")) == (path, [])
+
+    def test_relative_entry_resolves_against_declaring_file(self, tree):
+        config = os.path.join(tree, "config.toml")
+        resolved, matches = host_paths.import_matches("other/*.toml", config)
+        assert resolved == os.path.join(tree, "other", "*.toml")
+        assert matches == [os.path.join(tree, "other", "x.toml"), os.path.join(tree, "other", "y.toml")]
+        # a drop-in's own relative imports resolve against the drop-in's dir
+        resolved, matches = host_paths.import_matches("../other/x.toml", os.path.join(tree, "conf.d", "a.toml"))
+        assert resolved == os.path.join(tree, "conf.d", "..", "other", "x.toml")
+        assert matches == [resolved]
+
+    def test_relative_entry_against_base_dir(self, tree):
+        # containerd 1.6 resolves relative imports against its working directory (measured)
+        config = os.path.join(tree, "conf.d", "a.toml")
+        resolved, matches = host_paths.import_matches("other/*.toml", config, base_dir=tree)
+        assert resolved == os.path.join(tree, "other", "*.toml")
+        assert len(matches) == 2
+        assert host_paths.resolve_import("etc/x.toml", "/etc/containerd/config.toml", "/") == "/etc/x.toml"
+
+    def test_absolute_entry_ignores_base(self, tree):
+        assert host_paths.resolve_import("/abs/*.toml", "/etc/containerd/config.toml", "/base") == "/abs/*.toml"
+        assert host_paths.resolve_import("rel.toml", "config.toml") == os.path.join(".", "rel.toml")
+
+
+class TestFiles(object):
+    def test_read_text(self, tmp_path):
+        path = touch(str(tmp_path / "a.toml"), "version = 3\n")
+        assert host_paths.read_text(path, 100) == ("version = 3\n", None)
+        text, error = host_paths.read_text(path, 4)
+        assert text is None and "12 bytes, more than the 4 read" in error
+        text, error = host_paths.read_text(str(tmp_path / "missing"), 100)
+        assert text is None and error.startswith("cannot read:")
+        with open(str(tmp_path / "bin"), "wb") as handle:
+            handle.write(b"ok\xff")
+        text, error = host_paths.read_text(str(tmp_path / "bin"), 100)
+        assert text is None and "offset 2" in error
+
+    def test_list_files(self, tree):
+        assert host_paths.list_files(os.path.join(tree, "other")) == [
+            os.path.join(tree, "other", "x.toml"), os.path.join(tree, "other", "y.toml")]
+        got = host_paths.list_files(os.path.join(tree, "conf.d"))
+        assert os.path.join(tree, "conf.d", "dir.toml") not in got and os.path.join(tree, "conf.d", "sub") not in got
+        assert got == sorted(got)
+        assert host_paths.list_files(os.path.join(tree, "nope")) == []
+
+    def test_path_facts(self, tmp_path):
+        exe = touch(str(tmp_path / "exe"), "#!/bin/sh\n")
+        os.chmod(exe, 0o755)
+        plain = touch(str(tmp_path / "plain"))
+        os.chmod(plain, 0o644)
+        assert host_paths.path_facts(exe)["executable"] is True
+        facts = host_paths.path_facts(plain)
+        assert (facts["exists"], facts["is_file"], facts["executable"]) == (True, True, False)
+        facts = host_paths.path_facts(str(tmp_path))
+        assert (facts["exists"], facts["is_file"], facts["executable"]) == (True, False, False)
+        facts = host_paths.path_facts(str(tmp_path / "nope"))
+        assert (facts["exists"], facts["executable"]) == (False, False)
+
+    def test_path_facts_resolves_bare_names_in_path(self, tmp_path, monkeypatch):
+        exe = touch(str(tmp_path / "my-runtime"), "#!/bin/sh\n")
+        os.chmod(exe, 0o755)
+        monkeypatch.setenv("PATH", str(tmp_path))
+        facts = host_paths.path_facts("my-runtime")
+        assert facts["resolved"] == exe and facts["executable"] is True
+        assert host_paths.path_facts("not-there-runtime")["exists"] is False
+
+
+YAML_SPEC = """\
+cdiVersion: 0.5.0
+kind: nvidia.com/gpu
+devices:
+  - name: "0"
+    containerEdits:
+      deviceNodes:
+        - path: /dev/nvidia0
+        - path: /dev/nvidia-caps/nvidia-cap1
+          hostPath: "/dev/nvidia-caps/nvidia-cap1"
+containerEdits:
+  env:
+    - NVIDIA_VISIBLE_DEVICES=void
+  deviceNodes:
+    - path: /dev/nvidiactl
+  hooks:
+    - hookName: createContainer
+      path: /usr/bin/nvidia-cdi-hook
+      args: [nvidia-cdi-hook, update-ldcache]
+  mounts:
+    - hostPath: /usr/lib/x86_64-linux-gnu/libcuda.so.535.104.05  # the driver library
+      containerPath: /usr/lib/x86_64-linux-gnu/libcuda.so.535.104.05
+      options: [ro, nosuid, nodev, bind]
+    - hostPath: '/run/nvidia-persistenced/socket'
+      containerPath: /run/nvidia-persistenced/socket
+    - hostPath: relative/ignored
+      containerPath: /x
+"""
+
+
+class TestCdiSpecs(object):
+    EXPECTED = ["/dev/nvidia0", "/dev/nvidia-caps/nvidia-cap1", "/dev/nvidiactl", "/usr/bin/nvidia-cdi-hook",
+                "/usr/lib/x86_64-linux-gnu/libcuda.so.535.104.05", "/run/nvidia-persistenced/socket"]
+
+    def test_yaml_spec(self):
+        assert host_paths.cdi_spec_host_paths(YAML_SPEC, "/etc/cdi/nvidia.yaml") == self.EXPECTED
+
+    def test_json_spec(self):
+        import yaml
+        text = json.dumps(yaml.safe_load(YAML_SPEC))
+        assert host_paths.cdi_spec_host_paths(text, "/etc/cdi/nvidia.json") == self.EXPECTED
+
+    def test_container_paths_are_not_host_paths(self):
+        got = host_paths.cdi_spec_host_paths(YAML_SPEC, "/etc/cdi/nvidia.yml")
+        assert "/x" not in got and "relative/ignored" not in got
+
+    def test_bad_json_raises_value_error(self):
+        with pytest.raises(ValueError):
+            host_paths.cdi_spec_host_paths("{not json", "/etc/cdi/x.json")
+
+    def test_empty_spec(self):
+        assert host_paths.cdi_spec_host_paths("cdiVersion: 0.5.0\n", "/etc/cdi/x.yaml") == []
+        assert host_paths.cdi_spec_host_paths("{}", "/etc/cdi/x.json") == []
