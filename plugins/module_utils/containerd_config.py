@@ -174,13 +174,39 @@ def _top_level(text):
     return text[:match.start()] if match else text
 
 
+def _array_body(text, start):
+    """The string literals of a TOML array whose '[' is at text[start], skipping comments;
+    None when the array is not closed."""
+    items = []
+    index = start + 1
+    while index < len(text):
+        char = text[index]
+        if char == "]":
+            return items
+        if char == "#":
+            newline = text.find("\n", index)
+            index = len(text) if newline < 0 else newline + 1
+            continue
+        if char in "\"'":
+            match = _STRING_RE.match(text, index)
+            if not match:
+                return None
+            items.append(_unquote(match.group(0)))
+            index = match.end()
+            continue
+        index += 1
+    return None
+
+
+_ARRAY_START = r'^[ \t]*%s[ \t]*=[ \t]*\['
+
+
 def string_array(text, key):
     """The first ``key = [ "...", ... ]`` array of strings in a TOML text, or None."""
-    pattern = r'^[ \t]*' + re.escape(key) + r'[ \t]*=[ \t]*\[((?:' + _STRING + r'|[^\]"\'])*)\]'
-    match = re.search(pattern, text, re.MULTILINE)
+    match = re.search(_ARRAY_START % re.escape(key), text, re.MULTILINE)
     if not match:
         return None
-    return [_unquote(item) for item in _STRING_RE.findall(match.group(1))]
+    return _array_body(text, match.end() - 1)
 
 
 def top_level_imports(text):

@@ -78,6 +78,13 @@ def closest(name, candidates):
     return matches[0] if matches else None
 
 
+def _label_text(value):
+    """Label values are strings; YAML inventories turn `true` and `1` into bool and int."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return None if value is None else str(value)
+
+
 def selector_matches(node_selector, labels):
     """(applies, why) for a RuntimeClass scheduling.nodeSelector against node labels.
 
@@ -89,8 +96,9 @@ def selector_matches(node_selector, labels):
     if labels is None:
         return True, "node labels unknown; assumed the RuntimeClass can land here"
     for key, value in sorted(node_selector.items()):
-        if labels.get(key) != value:
-            return False, "nodeSelector %s=%s does not match (node has %r)" % (key, value, labels.get(key))
+        have = _label_text(labels.get(key))
+        if have != _label_text(value):
+            return False, "nodeSelector %s=%s does not match (node has %r)" % (key, value, have)
     return True, "nodeSelector matches"
 
 
@@ -389,6 +397,8 @@ def check_overhead(node, runtimeclasses, labels, allocatable, pod_requests=None)
                 extra = quantity.parse(pod_fixed[resource])
                 request = quantity.parse(requests.get(resource, 0))
                 capacity = quantity.parse(allocatable[resource])
+                arithmetic = "%s + %s > %s" % (quantity.show(resource, request), quantity.show(resource, extra),
+                                               quantity.show(resource, capacity))
             except ValueError as exc:
                 out.append(finding(
                     node, "overhead_unschedulable", "warning", "%s:%s" % (runtimeclass["name"], resource),
@@ -398,8 +408,6 @@ def check_overhead(node, runtimeclasses, labels, allocatable, pod_requests=None)
                 continue
             if request + extra <= capacity:
                 continue
-            arithmetic = "%s + %s > %s" % (quantity.show(resource, request), quantity.show(resource, extra),
-                                           quantity.show(resource, capacity))
             out.append(finding(
                 node, "overhead_unschedulable", "error", "%s:%s" % (runtimeclass["name"], resource),
                 "pods of RuntimeClass %s cannot be scheduled here: %s request + overhead %s "

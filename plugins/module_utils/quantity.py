@@ -7,6 +7,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import math
 import re
 from fractions import Fraction
 
@@ -20,18 +21,31 @@ _SUFFIXES = {
 _QUANTITY = re.compile(r"^([+-]?(?:\d+(?:\.\d*)?|\.\d+))(?:[eE]([+-]?\d+)|(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE])?)$")
 
 
+# Kubernetes keeps quantities in int64 milli-units; far beyond that is a typo, not a size.
+_MAX_TEXT = 64
+_MAX_EXPONENT = 30
+
+
 def parse(value):
     """A quantity as a Fraction; ValueError naming the value when it is not one."""
     if isinstance(value, bool):
         raise ValueError("not a quantity: %r" % (value,))
+    if isinstance(value, float) and (math.isinf(value) or math.isnan(value)):
+        raise ValueError("not a finite quantity: %r" % (value,))
     if isinstance(value, (int, float)):
+        if abs(value) >= 10 ** _MAX_EXPONENT:
+            raise ValueError("quantity out of range: %r" % (value,))
         return Fraction(value).limit_denominator(10 ** 9)
-    match = _QUANTITY.match(str(value).strip())
+    text = str(value).strip()
+    match = _QUANTITY.match(text) if len(text) <= _MAX_TEXT else None
     if not match:
         raise ValueError("not a Kubernetes quantity: %r" % (value,))
     number = Fraction(match.group(1))
     if match.group(2) is not None:
-        return number * Fraction(10) ** int(match.group(2))
+        exponent = int(match.group(2))
+        if abs(exponent) > _MAX_EXPONENT:
+            raise ValueError("quantity out of range: %r" % (value,))
+        return number * Fraction(10) ** exponent
     return number * _SUFFIXES[match.group(3) or ""]
 
 

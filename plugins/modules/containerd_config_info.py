@@ -285,8 +285,12 @@ def containerd_version(binary, timeout):
     return out.strip(), match.group(1).lstrip("v"), int(match.group(2)), int(match.group(3))
 
 
+_TIME_FIELD = re.compile(r'^time="[^"]*"\s*')
+
+
 def loader_lines(stderr):
-    return [line for line in stderr.splitlines() if "level=warning" in line or "level=error" in line]
+    """containerd's warning and error lines, without their timestamps (reports must diff cleanly)."""
+    return [_TIME_FIELD.sub("", line) for line in stderr.splitlines() if "level=warning" in line or "level=error" in line]
 
 
 def collect_files(config_path, config_text, dropin_dirs, max_bytes, relative_base=None):

@@ -647,9 +647,6 @@ def test_commented_out_import_premise(lab, report):
     assert report["nodes"]["commented-import"]["status"] == "FINDINGS"
 
 
-@pytest.mark.xfail(strict=True, reason="product bug: containerd_config.top_level_imports reads the commented-out "
-                   "'# \"<root>/etc/containerd/config.d/*.toml\"' line as an imports entry, so the config.d drop-in is "
-                   "role 'imported' and reported as file_loaded_drift instead of orphan_dropin")
 def test_commented_out_import_leaves_an_orphan(lab, report):
     node = lab.nodes["commented-import"]
     assert checks_of(report, "commented-import") == ["orphan_dropin"]
@@ -769,9 +766,6 @@ def test_unknown_skip_check_id_fails_the_play(lab):
     assert "unknown check id(s) in skip_checks: no_such_check" in run.text
 
 
-@pytest.mark.xfail(strict=True, reason="product bug: ignored_plugin_section evidence.loader_warnings quotes containerd's "
-                   "stderr lines verbatim, time=\"...\" included, so the JSON reports of two identical runs differ "
-                   "(report.py promises 'no timestamps ... so two runs diff cleanly')")
 def test_report_evidence_carries_no_timestamps(audit):
     report = audit[1]
     quoted = [line for entry in report["nodes"].values() for f in entry["findings"]
