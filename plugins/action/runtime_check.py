@@ -27,7 +27,19 @@ ARGUMENT_SPEC = dict(
     skip_checks=dict(type="list", elements="str", default=[]),
     fail_on=dict(type="str", default="error", choices=list(checks.FAIL_ON_CHOICES)),
     report_only=dict(type="bool", default=False),
+    sandbox_root=dict(type="path"),
 )
+
+
+def _unroot(value, root):
+    """Node paths instead of sandbox paths in what a sandboxed (bootstrap) check reports."""
+    if isinstance(value, str):
+        return value.replace(root.rstrip("/") + "/", "/")
+    if isinstance(value, list):
+        return [_unroot(v, root) for v in value]
+    if isinstance(value, dict):
+        return dict((k, _unroot(v, root)) for k, v in value.items())
+    return value
 
 
 class ActionModule(ActionBase):
@@ -54,6 +66,8 @@ class ActionModule(ActionBase):
                 gathered = audit.gathered_from_dump(args["dump"])
             labels, allocatable = audit.node_facts(name, args["nodes"], args["node_labels"], args["node_allocatable"])
             entry = audit.audit_host(name, gathered, args["runtimeclasses"], labels, allocatable, options=args)
+            if args["sandbox_root"]:
+                entry = _unroot(entry, args["sandbox_root"])
         except (ValueError, KeyError, TypeError) as exc:
             raise AnsibleActionFail("%s: cannot cross-check: %s" % (name, exc))
         result.update(

@@ -91,6 +91,11 @@ options:
       - Report findings without failing the host.
     type: bool
     default: false
+  sandbox_root:
+    description:
+      - The directory a bootstrap's files were laid out in (see playbooks/validate_bootstrap.yml);
+        paths below it are reported as the node paths they stand for.
+    type: path
 attributes:
   check_mode:
     support: full
