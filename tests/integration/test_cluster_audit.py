@@ -1,0 +1,102 @@
+"""playbooks/cluster_audit.yml against the loopback stand-in apiserver: Nodes that do and do
+not report status.runtimeHandlers."""
+import json
+import os
+
+import pytest
+
+from tests.lib import ansible_run
+from tests.lib.fake_apiserver import FakeApiServer, write_kubeconfig
+
+pytestmark = pytest.mark.integration
+PLAYBOOK = os.path.join(ansible_run.REPO, "playbooks", "cluster_audit.yml")
+TOKEN = "cluster-audit-token-9f8e"
+
+
+def runtimeclass(name, handler, selector=None, overhead=None):
+    obj = {"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass", "metadata": {"name": name}, "handler": handler}
+    if selector:
+        obj["scheduling"] = {"nodeSelector": selector}
+    if overhead:
+        obj["overhead"] = {"podFixed": overhead}
+    return obj
+
+
+def node(name, labels, handlers=None, cpu="8"):
+    status = {"allocatable": {"cpu": cpu, "memory": "32Gi"},
+              "nodeInfo": {"kubeletVersion": "v1.33.1", "containerRuntimeVersion": "containerd://2.1.9"}}
+    if handlers is not None:
+        status["runtimeHandlers"] = [{"name": h, "features": {"recursiveReadOnlyMounts": True}} for h in [""] + handlers]
+    return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": labels}, "status": status}
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    runtimeclasses = [
+        runtimeclass("nvidia", "nvidia", {"pool": "gpu"}),
+        runtimeclass("nvidia-cdi", "nvidia-cdi", {"pool": "gpu"}),
+        runtimeclass("nvidia-legacy", "nvidia-typo", {"pool": "legacy"}),
+        runtimeclass("kata", "kata", {"pool": "small"}, overhead={"cpu": "250m"}),
+    ]
+    nodes = [
+        node("gpu-a", {"pool": "gpu"}, ["nvidia", "nvidia-cdi", "runc"]),
+        node("gpu-b", {"pool": "gpu"}, ["nvidia", "runc"]),
+        node("gpu-old", {"pool": "gpu"}, None),
+        node("legacy-a", {"pool": "legacy"}, ["nvidia", "runc"]),
+        node("small-a", {"pool": "small"}, ["kata", "runc"], cpu="1"),
+        node("cpu-a", {"pool": "cpu"}, ["runc"]),
+    ]
+    with FakeApiServer(runtimeclasses=runtimeclasses, nodes=nodes, token=TOKEN) as fake:
+        base = tmp_path_factory.mktemp("cluster")
+        kubeconfig = write_kubeconfig(str(base / "kubeconfig"), fake.url, token=TOKEN)
+        result = ansible_run.playbook(PLAYBOOK, "localhost,", {
+            "gpurt_kubeconfig": kubeconfig, "gpurt_report_dir": str(base / "reports"),
+            "gpurt_pod_requests": {"cpu": "900m"}})
+        with open(str(base / "reports" / "cluster-audit.json")) as handle:
+            report = json.load(handle)
+        yield {"result": result, "report": report, "fake": fake}
+
+
+def findings(report, name):
+    return [(f["check"], f["severity"], f["subject"]) for f in report["nodes"][name]["findings"]]
+
+
+def test_play_fails_and_lists_once(cluster):
+    assert cluster["result"].rc == 2, cluster["result"]
+    assert len(cluster["fake"].list_requests("runtimeclasses")) == 1
+    assert len(cluster["fake"].list_requests("nodes")) == 1
+    assert TOKEN not in cluster["result"].text
+
+
+def test_complete_node_is_ok(cluster):
+    assert cluster["report"]["nodes"]["gpu-a"]["status"] == "OK"
+    assert cluster["report"]["nodes"]["cpu-a"]["status"] == "OK"
+
+
+def test_node_lacking_a_reported_handler(cluster):
+    assert findings(cluster["report"], "gpu-b") == [("missing_handler", "error", "nvidia-cdi")]
+
+
+def test_node_without_runtime_handlers_is_not_checked(cluster):
+    entry = cluster["report"]["nodes"]["gpu-old"]
+    assert entry["status"] == "NOT CHECKED"
+    assert entry["failing"] is True
+    assert findings(cluster["report"], "gpu-old") == [("handlers_not_reported", "warning", "gpu-old")]
+    assert "gpu-old: NOT CHECKED" in "\n".join(cluster["result"].gate_lines())
+
+
+def test_typo_with_suggestion(cluster):
+    items = cluster["report"]["nodes"]["legacy-a"]["findings"]
+    assert [(f["check"], f["subject"]) for f in items] == [("missing_handler", "nvidia-typo")]
+    assert items[0]["evidence"]["suggestion"] == "nvidia"
+
+
+def test_overhead_against_reported_allocatable(cluster):
+    items = cluster["report"]["nodes"]["small-a"]["findings"]
+    assert [(f["check"], f["subject"]) for f in items] == [("overhead_unschedulable", "kata:cpu")]
+    assert items[0]["evidence"]["arithmetic"] == "900m + 250m > 1000m"
+
+
+def test_summary_counts(cluster):
+    summary = cluster["report"]["summary"]
+    assert (summary["nodes"], summary["checked"], summary["ok"], summary["not_checked"]) == (6, 5, 2, 1)
