@@ -40,9 +40,19 @@ def node_entry(name, findings=None, not_checked_reason=None, fail_on="error", ch
         "counts": counts,
         "failing": bool(failing) or status == NOT_CHECKED,
         "missing": checks.missing_lines(items),
+        "gate_lines": gate_lines(items, failing, not_checked_reason),
         "checks_run": sorted(checks_run or []),
         "runtimes": sorted(runtimes) if runtimes is not None else None,
     }
+
+
+def gate_lines(items, failing, not_checked_reason):
+    """Why a node fails: MISSING=<handler> lines first, then each failing finding with its fix."""
+    lines = checks.missing_lines(items)
+    lines += ["[%s] %s: %s (fix: %s)" % (f["severity"], f["check"], f["message"], f["fix"]) for f in failing]
+    if not_checked_reason is not None:
+        lines.append("NOT CHECKED: %s" % not_checked_reason)
+    return lines
 
 
 def build(entries, fail_on="error", mode="hosts", runtimeclasses=None):

@@ -1,0 +1,339 @@
+"""Issue 2 end to end: the real containerd 1.6 / 1.7 / 2.1 binaries on configs with drop-ins and
+imports, the real ansible-playbook audit over a multi-node local inventory, the RuntimeClasses
+from the loopback stand-in apiserver (listed once per play), the one-file contract, the demo
+inventory, and the built collection tarball."""
+import glob
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from tests.lib import ansible_run
+from tests.lib.fake_apiserver import FakeApiServer, write_kubeconfig
+from tests.lib.nodes import Node
+
+pytestmark = pytest.mark.integration
+REPO = ansible_run.REPO
+AUDIT = os.path.join(REPO, "playbooks", "audit.yml")
+CROSSCHECK = os.path.join(REPO, "playbooks", "crosscheck.yml")
+TOKEN = "audit-play-token-4c1d"
+
+V2_MAIN = '''version = 2
+imports = ["{root}/etc/containerd/conf.d/*.toml"]
+[plugins."io.containerd.grpc.v1.cri".containerd]
+  default_runtime_name = "runc"
+'''
+V2_CRI_DROPIN = '''version = 2
+[plugins."io.containerd.grpc.v1.cri".containerd]
+  default_runtime_name = "runc"
+[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+  runtime_type = "io.containerd.runc.v2"
+[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.nvidia]
+  runtime_type = "io.containerd.runc.v2"
+[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.nvidia.options]
+  BinaryName = "{root}/usr/bin/nvidia-container-runtime"
+'''
+V3_MAIN = '''version = 3
+imports = ["{root}/etc/containerd/conf.d/*.toml"]
+'''
+V3_DROPIN = '''version = 3
+[plugins."io.containerd.cri.v1.runtime".containerd.runtimes.%s]
+  runtime_type = "io.containerd.runc.v2"
+[plugins."io.containerd.cri.v1.runtime".containerd.runtimes.%s.options]
+  BinaryName = "{root}/usr/bin/nvidia-container-runtime"
+'''
+
+
+def runtimeclass(name, handler, selector=None):
+    obj = {"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass", "metadata": {"name": name}, "handler": handler}
+    if selector:
+        obj["scheduling"] = {"nodeSelector": selector}
+    return obj
+
+
+def kube_node(name, labels):
+    return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": labels},
+            "status": {"allocatable": {"cpu": "8", "memory": "32Gi"}}}
+
+
+def healthy(node):
+    node.runtime_binary()
+    if node.version.startswith("1."):
+        node.write("etc/containerd/config.toml", V2_MAIN)
+        node.write("etc/containerd/conf.d/50-cri.toml", V2_CRI_DROPIN)
+    else:
+        node.write("etc/containerd/config.toml", V3_MAIN)
+        node.write("etc/containerd/conf.d/99-nvidia.toml", V3_DROPIN % ("nvidia", "nvidia"))
+    return node
+
+
+def snapshot(root):
+    out = {}
+    for path in sorted(glob.glob(os.path.join(root, "**"), recursive=True)):
+        if os.path.isfile(path):
+            with open(path, "rb") as handle:
+                out[path] = (os.stat(path).st_mtime_ns, hashlib.sha256(handle.read()).hexdigest())
+    return out
+
+
+@pytest.fixture(scope="module")
+def fleet(tmp_path_factory, containerd):
+    """Six nodes: healthy ones on each containerd, one whose drop-in is never imported, one
+    whose v3 file keeps the old plugin name, one with no containerd binary, one unreachable."""
+    base = tmp_path_factory.mktemp("fleet")
+    nodes = {}
+    for version in ("1.6", "1.7", "2.1"):
+        nodes["ok-%s" % version] = healthy(Node(base, "ok-%s" % version, version))
+    orphan = Node(base, "orphan-1.7", "1.7")
+    orphan.runtime_binary()
+    orphan.write("etc/containerd/config.toml", V2_MAIN.replace("*.toml", "*.conf"))
+    orphan.write("etc/containerd/conf.d/99-nvidia.toml", V2_CRI_DROPIN)
+    nodes[orphan.name] = orphan
+    oldname = Node(base, "oldname-2.1", "2.1")
+    oldname.runtime_binary()
+    oldname.write("etc/containerd/config.toml", "version = 3\n" + V2_CRI_DROPIN.split("\n", 1)[1])
+    nodes[oldname.name] = oldname
+    hosts = dict((name, node.host_vars()) for name, node in nodes.items())
+    hosts["no-containerd"] = dict(nodes["ok-2.1"].host_vars(), gpurt_containerd_bin=str(base / "missing" / "containerd"))
+    hosts["unreachable"] = {"ansible_connection": "ssh", "ansible_host": "127.0.0.1", "ansible_port": 1,
+                            "ansible_ssh_common_args": "-o ConnectTimeout=3 -o BatchMode=yes"}
+    inventory = ansible_run.write_inventory(str(base / "inventory.json"), hosts,
+                                            groups={"gpu": sorted(hosts)})
+    kube_nodes = [kube_node(name, {"pool": "gpu"}) for name in hosts]
+    runtimeclasses = [runtimeclass("nvidia", "nvidia", {"pool": "gpu"}),
+                      runtimeclass("nvidia-legacy", "nvidia-typo", {"pool": "legacy"})]
+    return {"base": base, "nodes": nodes, "inventory": inventory, "kube_nodes": kube_nodes,
+            "runtimeclasses": runtimeclasses, "hosts": sorted(hosts)}
+
+
+def test_real_dumps_agree_with_the_premises(fleet):
+    """The files say nvidia everywhere; only the loaded configs differ."""
+    for name in ("ok-1.6", "ok-1.7", "ok-2.1"):
+        rc, out, _err = fleet["nodes"][name].dump()
+        assert rc == 0 and "runtimes.nvidia]" in out, name
+    rc, out, _err = fleet["nodes"]["orphan-1.7"].dump()
+    assert rc == 0 and "runtimes.nvidia]" not in out
+    rc, out, err = fleet["nodes"]["oldname-2.1"].dump()
+    assert rc == 0 and "runtimes.nvidia]" not in out and "Ignoring unknown key in TOML for plugin" in err
+
+
+@pytest.fixture(scope="module")
+def audited(fleet):
+    with FakeApiServer(runtimeclasses=fleet["runtimeclasses"], nodes=fleet["kube_nodes"], token=TOKEN) as fake:
+        kubeconfig = write_kubeconfig(str(fleet["base"] / "kubeconfig"), fake.url, token=TOKEN)
+        before = snapshot(str(fleet["base"]))
+        result = ansible_run.playbook(AUDIT, fleet["inventory"], {
+            "gpurt_kubeconfig": kubeconfig, "gpurt_report_dir": str(fleet["base"]) + "-reports"}, check=True)
+        after = snapshot(str(fleet["base"]))
+        with open(str(fleet["base"]) + "-reports/audit.json") as handle:
+            report = json.load(handle)
+        yield {"result": result, "report": report, "fake": fake, "before": before, "after": after}
+
+
+def test_cluster_is_listed_once_for_the_whole_play(audited, fleet):
+    assert len(fleet["hosts"]) == 7
+    assert len(audited["fake"].list_requests("runtimeclasses")) == 1
+    assert len(audited["fake"].list_requests("nodes")) == 1
+    assert TOKEN not in audited["result"].text
+
+
+def test_exit_code_and_per_node_verdicts(audited):
+    result = audited["result"]
+    # The gather ignores unreachable hosts so the report covers them; the gate then fails them.
+    assert result.rc == 2, result
+    statuses = dict((n, e["status"]) for n, e in audited["report"]["nodes"].items())
+    assert statuses == {
+        "ok-1.6": "OK", "ok-1.7": "OK", "ok-2.1": "OK",
+        "orphan-1.7": "FINDINGS", "oldname-2.1": "FINDINGS",
+        "no-containerd": "NOT CHECKED", "unreachable": "NOT CHECKED",
+    }
+    for name in ("ok-1.6", "ok-1.7", "ok-2.1"):
+        assert result.recap[name]["failed"] == 0
+    for name in ("orphan-1.7", "oldname-2.1", "no-containerd", "unreachable"):
+        assert result.recap[name]["failed"] == 1, (name, result.recap[name])
+    assert result.recap["no-containerd"]["ignored"] == 1
+
+
+def test_missing_lines(audited):
+    report = audited["report"]["nodes"]
+    assert report["orphan-1.7"]["missing"] == ["MISSING=nvidia"]
+    assert report["oldname-2.1"]["missing"] == ["MISSING=nvidia"]
+    # The typo'd RuntimeClass selects pool=legacy; the Node objects put every host in pool=gpu.
+    assert all("MISSING=nvidia-typo" not in e["missing"] for e in report.values())
+    lines = audited["result"].gate_lines()
+    assert "orphan-1.7: 3 findings (2 error, 1 warning)" in lines or any(l.startswith("orphan-1.7: ") for l in lines)
+    assert "ok-2.1: OK" in lines
+
+
+def test_not_checked_reasons(audited):
+    nodes = audited["report"]["nodes"]
+    assert "containerd binary not found" in nodes["no-containerd"]["reason"]
+    assert "no-containerd" in nodes["no-containerd"]["reason"]  # the failure names the host
+    assert nodes["unreachable"]["reason"].startswith("unreachable")
+    lines = audited["result"].gate_lines()
+    assert any(l.startswith("unreachable: NOT CHECKED") for l in lines)
+    assert lines[-1] == ("checked 5 of 7 node(s): 3 OK, 2 with findings, 2 not checked; 4 failing (fail_on=error)")
+
+
+def test_check_mode_changed_nothing(audited):
+    assert audited["result"].changed() == 0
+    assert audited["before"] == audited["after"]
+
+
+def test_gather_reports_what_each_import_matches(fleet, tmp_path):
+    """1.x dumps the merged files, 2.x the patterns: the module reports matches itself."""
+    playbook = tmp_path / "gather.yml"
+    playbook.write_text(
+        "- hosts: all\n  gather_facts: false\n  tasks:\n"
+        "    - gpurt.runtime_gate.containerd_config_info:\n"
+        "        containerd_bin: '{{ gpurt_containerd_bin }}'\n"
+        "        config_path: '{{ gpurt_containerd_config_path }}'\n"
+        "      register: gathered\n"
+        "    - ansible.builtin.copy:\n"
+        "        content: '{{ gathered | to_json }}'\n"
+        "        dest: '%s/{{ inventory_hostname }}.json'\n"
+        "        mode: '0644'\n"
+        "      delegate_to: localhost\n" % tmp_path)
+    result = ansible_run.playbook(str(playbook), fleet["inventory"], args=["--limit", "ok-1.6,ok-1.7,ok-2.1,orphan-1.7"])
+    assert result.rc == 0, result
+    for name, major in (("ok-1.6", 1), ("ok-1.7", 1), ("ok-2.1", 2)):
+        with open(str(tmp_path / (name + ".json"))) as handle:
+            got = json.load(handle)
+        node = fleet["nodes"][name]
+        assert got["version_major"] == major
+        assert got["loaded"]["runtime_names"] == ["nvidia", "runc"]
+        assert [(i["pattern"], i["matches"]) for i in got["imports"]] == [
+            (node.path("etc/containerd/conf.d/*.toml"), sorted(glob.glob(node.path("etc/containerd/conf.d/*.toml"))))]
+        if major == 1:
+            assert node.path("etc/containerd/conf.d/50-cri.toml") in got["loaded"]["imports"]
+        else:
+            assert got["loaded"]["imports"] == [node.path("etc/containerd/conf.d/*.toml")]
+    with open(str(tmp_path / "orphan-1.7.json")) as handle:
+        orphan = json.load(handle)
+    assert orphan["imports"][0]["matches"] == []
+    assert [f["role"] for f in orphan["files"]] == ["main", "unreferenced"]
+
+
+def test_crosscheck_contract(fleet, tmp_path):
+    manifests = tmp_path / "rc"
+    manifests.mkdir()
+    (manifests / "all.yaml").write_text(
+        "apiVersion: node.k8s.io/v1\nkind: RuntimeClass\nmetadata: {name: nvidia}\nhandler: nvidia\n---\n"
+        "apiVersion: node.k8s.io/v1\nkind: RuntimeClass\nmetadata: {name: typo}\nhandler: nvidia-typo\n")
+    rc, out, _err = fleet["nodes"]["ok-2.1"].dump()
+    good = tmp_path / "good.toml"
+    good.write_text(out)
+    result = ansible_run.playbook(CROSSCHECK, "localhost,", {"dump_file": str(good), "runtimeclasses": str(manifests)})
+    assert result.rc == 2
+    assert result.gate_lines() == ["MISSING=nvidia-typo"]
+    assert "did you mean 'nvidia'" in result.text
+    (manifests / "all.yaml").write_text(
+        "apiVersion: node.k8s.io/v1\nkind: RuntimeClass\nmetadata: {name: nvidia}\nhandler: nvidia\n")
+    result = ansible_run.playbook(CROSSCHECK, "localhost,", {"dump_file": str(good), "runtimeclasses": str(manifests)})
+    assert result.rc == 0, result
+    assert result.gate_lines() == ["OK"]
+    rc, out, _err = fleet["nodes"]["oldname-2.1"].dump()
+    bad = tmp_path / "bad.toml"
+    bad.write_text(out)
+    result = ansible_run.playbook(CROSSCHECK, "localhost,", {"dump_file": str(bad), "runtimeclasses": str(manifests)})
+    assert result.rc == 2
+    assert result.gate_lines() == ["MISSING=nvidia"]
+
+
+def test_crosscheck_against_live_cluster(fleet, tmp_path):
+    rc, out, _err = fleet["nodes"]["ok-2.1"].dump()
+    dump = tmp_path / "dump.toml"
+    dump.write_text(out)
+    with FakeApiServer(runtimeclasses=[runtimeclass("nvidia", "nvidia"), runtimeclass("cdi", "nvidia-cdi")],
+                       token=TOKEN) as fake:
+        kubeconfig = write_kubeconfig(str(tmp_path / "kubeconfig"), fake.url, token=TOKEN)
+        result = ansible_run.playbook(CROSSCHECK, "localhost,", {"dump_file": str(dump), "kubeconfig": kubeconfig})
+    assert result.rc == 2
+    assert result.gate_lines()[0] == "MISSING=nvidia-cdi"
+
+
+@pytest.mark.parametrize("content, message", [
+    ("garbage [[[", "is not valid TOML"),
+    ("", "is empty"),
+])
+def test_crosscheck_bad_dump_is_a_clear_failure(tmp_path, content, message):
+    dump = tmp_path / "dump.toml"
+    dump.write_text(content)
+    manifest = tmp_path / "rc.yaml"
+    manifest.write_text("apiVersion: node.k8s.io/v1\nkind: RuntimeClass\nmetadata: {name: nvidia}\nhandler: nvidia\n")
+    result = ansible_run.playbook(CROSSCHECK, "localhost,", {"dump_file": str(dump), "runtimeclasses": str(manifest)})
+    assert result.rc == 2
+    assert message in result.text
+    assert "Traceback" not in result.text
+
+
+def test_demo_inventory(tmp_path):
+    """`make demo`: the embedded inventory runs with no cluster and no real node."""
+    inventory = os.path.join(REPO, "inventory", "demo", "hosts.yml")
+    prepared = ansible_run.playbook(os.path.join(REPO, "inventory", "demo", "prepare.yml"), inventory)
+    assert prepared.rc == 0, prepared
+    result = ansible_run.playbook(AUDIT, inventory, check=True)
+    assert result.rc == 2, result
+    lines = result.gate_lines()
+    assert lines[:4] == ["gpu-healthy: OK", "gpu-legacy: 1 finding (1 error)",
+                         "gpu-orphan-dropin: 5 findings (3 error, 2 warning)",
+                         "gpu-v3-oldname: 4 findings (3 error, 1 warning)"], lines
+    assert "MISSING=nvidia-typo" in result.text and "did you mean 'nvidia'" in result.text
+    assert result.changed() == 0
+
+
+def test_built_tarball_installs_and_runs_by_fqcn(tmp_path, containerd):
+    bin_dir = os.path.dirname(sys.executable)
+    # Only the installed copy may be found: no repo ansible.cfg, no .collections symlink.
+    (tmp_path / "ansible.cfg").write_text("[defaults]\n")
+    env = ansible_run.env({"ANSIBLE_COLLECTIONS_PATH": str(tmp_path / "collections"),
+                           "ANSIBLE_CONFIG": str(tmp_path / "ansible.cfg")})
+    subprocess.run([os.path.join(bin_dir, "ansible-galaxy"), "collection", "build", REPO, "--output-path",
+                    str(tmp_path)], check=True, env=env, stdout=subprocess.PIPE)
+    tarball = glob.glob(str(tmp_path / "gpurt-runtime_gate-*.tar.gz"))
+    assert len(tarball) == 1
+    subprocess.run([os.path.join(bin_dir, "ansible-galaxy"), "collection", "install", tarball[0], "-p",
+                    str(tmp_path / "collections")], check=True, env=env, stdout=subprocess.PIPE)
+    installed = tmp_path / "collections" / "ansible_collections" / "gpurt" / "runtime_gate"
+    assert (installed / "plugins" / "modules" / "containerd_config_info.py").is_file()
+    assert not (installed / ".collections").exists() and not (installed / "tests" / "output").exists()
+    config = tmp_path / "config.toml"
+    config.write_text('version = 3\n')
+    proc = subprocess.run([os.path.join(bin_dir, "ansible"), "localhost", "-i", "localhost,", "-c", "local",
+                           "-e", "ansible_python_interpreter=%s" % sys.executable,
+                           "-m", "gpurt.runtime_gate.containerd_config_info",
+                           "-a", "containerd_bin=%s config_path=%s" % (containerd["2.1"], config)],
+                          env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "runc" in proc.stdout
+
+
+def _python38():
+    """A working Python 3.8 interpreter (a pyenv shim may exist without the version active)."""
+    candidates = sorted(glob.glob(os.path.expanduser("~/.pyenv/versions/3.8*/bin/python3.8")))
+    candidates += [p for p in [shutil.which("python3.8")] if p]
+    for candidate in candidates:
+        if subprocess.run([candidate, "-c", "import sys; assert sys.version_info[:2] == (3, 8)"],
+                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode == 0:
+            return candidate
+    return None
+
+
+PY38 = _python38()
+
+
+@pytest.mark.skipif(PY38 is None, reason="no python3.8 on this machine")
+def test_gather_module_runs_on_a_python_38_target(fleet, tmp_path):
+    node = fleet["nodes"]["ok-2.1"]
+    proc = subprocess.run([os.path.join(os.path.dirname(sys.executable), "ansible"), "ok", "-i", "ok,", "-c", "local",
+                           "-e", "ansible_python_interpreter=%s" % PY38,
+                           "-m", "gpurt.runtime_gate.containerd_config_info",
+                           "-a", "containerd_bin=%s config_path=%s" % (node.binary, node.config_path)],
+                          env=ansible_run.env(), cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          universal_newlines=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "nvidia" in proc.stdout and "Python 3.8" not in proc.stderr
