@@ -3,18 +3,29 @@
 It speaks only what the runtime gate reads: GET /apis/node.k8s.io/v1/runtimeclasses
 (RuntimeClassList) and GET /api/v1/nodes (NodeList), with limit/continue paging, an
 equality-only labelSelector and fieldSelector=metadata.name=X, plus /healthz, /version,
-/api and /apis discovery. Every other path is 404 and every other method 405.
+/api and /apis discovery; GET of one object (/apis/node.k8s.io/v1/runtimeclasses/NAME,
+/api/v1/nodes/NAME); and what gpurt.runtime_gate.runtimeclass writes: POST
+/apis/node.k8s.io/v1/runtimeclasses, PUT and DELETE .../runtimeclasses/NAME. Every other
+path is 404 and every other method 405.
 
 Behaviour that mirrors the real apiserver:
 - list JSON with metadata.resourceVersion, metadata.continue while more pages remain,
   items carrying apiVersion, kind and metadata;
 - Authorization: Bearer <token> required (except /healthz): otherwise 401 Status JSON;
-- a continue token it did not issue for the current data is 410 Gone (Status, reason Expired).
+- a continue token it did not issue for the current data is 410 Gone (Status, reason Expired);
+- every write bumps resourceVersion (a no-op PUT keeps it); a missing object is 404 NotFound
+  with details; POST of an existing name is 409 AlreadyExists; PUT with a stale
+  metadata.resourceVersion (or DELETE with a stale preconditions.resourceVersion) is 409
+  Conflict; PUT changing `handler` is 422 Invalid (the field is immutable), as is a missing or
+  non-DNS-label handler.
 
 Test controls: script(resource, [500, 500, 200]) answers the next requests with those
 statuses (200 = serve normally; a dict {"status": 200, "sleep": 2} sleeps first, to test
 timeouts; "body" (dict or bytes) replaces the answer), respond_always(resource, 403) answers every request so, and `requests` records
-each request (path, query, auth presence: never the token) so tests can count list calls.
+each request (method, path, query, resource, name (None for a list), auth presence: never the
+token, the decoded body of writes) so tests can count list calls. Scripted steps apply to the
+object requests of a resource too. list_requests() returns list requests only;
+object_requests() the requests for single objects.
 
 Command line (for the benchmark/demo):
     python tests/lib/fake_apiserver.py --data DATA.json --token T [--port 0]
@@ -33,9 +44,11 @@ import signal
 import ssl
 import subprocess
 import sys
+import re
 import tempfile
 import threading
 import time
+import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
@@ -46,19 +59,36 @@ LIST_PATHS = {
     "/api/v1/nodes": ("nodes", "Node", "v1"),
 }
 KIND_OF = dict((resource, (kind, api_version)) for resource, kind, api_version in LIST_PATHS.values())
+OBJECT_PREFIXES = dict((path + "/", resource) for path, (resource, _, _) in LIST_PATHS.items())
+WRITABLE = ("runtimeclasses",)
 API_GROUP_OF = {"runtimeclasses": "node.k8s.io", "nodes": ""}
 REASONS = {
     400: "BadRequest", 401: "Unauthorized", 403: "Forbidden", 404: "NotFound", 405: "MethodNotAllowed",
-    410: "Expired", 429: "TooManyRequests", 500: "InternalError", 503: "ServiceUnavailable", 504: "Timeout",
+    409: "Conflict", 410: "Expired", 422: "Invalid", 429: "TooManyRequests", 500: "InternalError",
+    503: "ServiceUnavailable", 504: "Timeout",
 }
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 DEFAULT_IDENTITY = "system:serviceaccount:gpurt-runtime-gate:runtime-gate-audit"
 
 
-def status_body(code, message, reason=None):
-    return {
+def status_body(code, message, reason=None, details=None):
+    body = {
         "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
         "message": message, "reason": reason or REASONS.get(code, ""), "code": code,
     }
+    if details is not None:
+        body["details"] = details
+    return body
+
+
+def _qualified(resource):
+    group = API_GROUP_OF.get(resource, "")
+    return "%s.%s" % (resource, group) if group else resource
+
+
+def _details(resource, name):
+    return {"name": name, "group": API_GROUP_OF.get(resource, ""), "kind": resource}
 
 
 def _selector_terms(selector):
@@ -115,6 +145,8 @@ class FakeApiServer(object):
         self._scripts = {}
         self._always = {}
         self._objects = {"runtimeclasses": [], "nodes": []}
+        # resourceVersion of objects given without one, as of set_objects().
+        self._given_rv = {"runtimeclasses": {}, "nodes": {}}
         self._resource_version = 1000
         self._httpd = None
         self._thread = None
@@ -129,6 +161,7 @@ class FakeApiServer(object):
         with self._lock:
             self._objects[resource] = [copy.deepcopy(obj) for obj in objects]
             self._resource_version += 1
+            self._given_rv[resource] = dict((_name_of(obj), str(self._resource_version)) for obj in objects)
 
     def script(self, resource, steps):
         """Answer the next requests for resource (or None: any path) with these steps:
@@ -147,7 +180,19 @@ class FakeApiServer(object):
 
     def list_requests(self, resource):
         """Requests that reached a list path of resource, whatever their answer."""
-        return [r for r in self.requests if r["resource"] == resource]
+        return [r for r in self.requests if r["resource"] == resource and r.get("name") is None]
+
+    def object_requests(self, resource, method=None, name=None):
+        """Requests for single objects of resource (GET/PUT/DELETE .../NAME and POST to the
+        collection), optionally only one method or object name, whatever their answer."""
+        return [r for r in self.requests if r["resource"] == resource and r.get("name") is not None
+                and (method is None or r["method"] == method) and (name is None or r["name"] == name)]
+
+    def get_object(self, resource, name):
+        """The stored object (a copy, as GET would serve it), or None."""
+        with self._lock:
+            index = self._index(resource, name)
+            return None if index is None else self._served(resource, self._objects[resource][index])
 
     def reset_requests(self):
         with self._lock:
@@ -216,6 +261,149 @@ class FakeApiServer(object):
         except (ValueError, KeyError, TypeError):
             pass
         return None
+
+    # ----- single objects (called with the lock held) ------------------------------
+    def _index(self, resource, name):
+        for index, obj in enumerate(self._objects[resource]):
+            if _name_of(obj) == name:
+                return index
+        return None
+
+    def _rv_of(self, resource, obj):
+        rv = (obj.get("metadata") or {}).get("resourceVersion") if isinstance(obj, dict) else None
+        return str(rv) if rv else self._given_rv[resource].get(_name_of(obj), str(self._resource_version))
+
+    def _served(self, resource, obj):
+        kind, api_version = KIND_OF[resource]
+        item = copy.deepcopy(obj)
+        item.setdefault("apiVersion", api_version)
+        item.setdefault("kind", kind)
+        item.setdefault("metadata", {})["resourceVersion"] = self._rv_of(resource, obj)
+        return item
+
+    def _not_found(self, resource, name):
+        return 404, status_body(404, '%s "%s" not found' % (_qualified(resource), name), "NotFound",
+                                _details(resource, name))
+
+    def _invalid(self, resource, name, causes):
+        kind, api_version = KIND_OF[resource]
+        group = API_GROUP_OF.get(resource, "")
+        message = '%s "%s" is invalid: %s' % (kind + ("." + group if group else ""), name,
+                                              ", ".join("%s: %s" % cause for cause in causes))
+        details = _details(resource, name)
+        details["causes"] = [{"field": field, "message": text} for field, text in causes]
+        return 422, status_body(422, message, "Invalid", details)
+
+    def _validate(self, resource, body, name):
+        """(code, Status) when the body cannot be stored, else None."""
+        kind, api_version = KIND_OF[resource]
+        if body.get("kind") not in (None, kind) or body.get("apiVersion") not in (None, api_version):
+            return 400, status_body(400, "the API version in the data (%s) does not match the expected API "
+                                         "version (%s) or kind (%s) is not %s"
+                                    % (body.get("apiVersion"), api_version, body.get("kind"), kind))
+        causes = []
+        if not _DNS_SUBDOMAIN.match(name) or len(name) > 253:
+            causes.append(("metadata.name", 'Invalid value: "%s": a lowercase RFC 1123 subdomain must '
+                                            'consist of lower case alphanumeric characters, \'-\' or \'.\'' % name))
+        handler = body.get("handler")
+        if not handler:
+            causes.append(("handler", "Required value"))
+        elif not isinstance(handler, str) or not _DNS_LABEL.match(handler) or len(handler) > 63:
+            causes.append(("handler", 'Invalid value: "%s": a lowercase RFC 1123 label must consist of lower '
+                                      'case alphanumeric characters or \'-\'' % (handler,)))
+        for field in ("overhead", "scheduling"):
+            if body.get(field) is not None and not isinstance(body[field], dict):
+                causes.append((field, "Invalid value: must be an object"))
+        return self._invalid(resource, name, causes) if causes else None
+
+    def _bump(self):
+        self._resource_version += 1
+        return str(self._resource_version)
+
+    def get_one(self, resource, name):
+        with self._lock:
+            index = self._index(resource, name)
+            if index is None:
+                return self._not_found(resource, name)
+            return 200, self._served(resource, self._objects[resource][index])
+
+    def create(self, resource, body):
+        name = _name_of(body)
+        if not name:
+            return 422, status_body(422, "%s is invalid: metadata.name: Required value: name or generateName "
+                                         "is required" % KIND_OF[resource][0], "Invalid")
+        problem = self._validate(resource, body, name)
+        if problem:
+            return problem
+        if body["metadata"].get("resourceVersion"):
+            # The real apiserver refuses this too: a create must not carry a version.
+            return 500, status_body(500, "resourceVersion should not be set on objects to be created")
+        with self._lock:
+            if self._index(resource, name) is not None:
+                return 409, status_body(409, '%s "%s" already exists' % (_qualified(resource), name),
+                                        "AlreadyExists", _details(resource, name))
+            stored = copy.deepcopy(body)
+            stored["metadata"].update(resourceVersion=self._bump(), uid=str(uuid.uuid4()),
+                                      creationTimestamp=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
+            self._objects[resource].append(stored)
+            return 201, self._served(resource, stored)
+
+    def replace(self, resource, name, body):
+        if _name_of(body) != name:
+            return 400, status_body(400, "the name of the object (%s) does not match the name on the URL (%s)"
+                                    % (_name_of(body), name))
+        problem = self._validate(resource, body, name)
+        if problem:
+            return problem
+        with self._lock:
+            index = self._index(resource, name)
+            if index is None:
+                return self._not_found(resource, name)
+            current = self._objects[resource][index]
+            current_rv = self._rv_of(resource, current)
+            asked_rv = body["metadata"].get("resourceVersion")
+            if asked_rv and str(asked_rv) != current_rv:
+                return 409, status_body(409, 'Operation cannot be fulfilled on %s "%s": the object has been '
+                                             'modified; please apply your changes to the latest version and try '
+                                             'again' % (_qualified(resource), name), "Conflict",
+                                        _details(resource, name))
+            if body.get("handler") != current.get("handler"):
+                return self._invalid(resource, name, [("handler", 'Invalid value: "%s": field is immutable'
+                                                       % body.get("handler"))])
+            stored = copy.deepcopy(body)
+            for key in ("uid", "creationTimestamp"):  # system fields survive a replace
+                if (current.get("metadata") or {}).get(key):
+                    stored["metadata"][key] = current["metadata"][key]
+            stored["metadata"].pop("resourceVersion", None)
+            unchanged = self._served(resource, current)
+            unchanged["metadata"].pop("resourceVersion", None)
+            kind, api_version = KIND_OF[resource]
+            stored.setdefault("apiVersion", api_version)
+            stored.setdefault("kind", kind)
+            # A no-op update keeps the resourceVersion, as etcd sees no write.
+            stored["metadata"]["resourceVersion"] = current_rv if stored == unchanged else self._bump()
+            self._objects[resource][index] = stored
+            return 200, self._served(resource, stored)
+
+    def delete(self, resource, name, body):
+        preconditions = (body or {}).get("preconditions") or {} if isinstance(body, dict) else {}
+        with self._lock:
+            index = self._index(resource, name)
+            if index is None:
+                return self._not_found(resource, name)
+            current = self._objects[resource][index]
+            asked_rv = preconditions.get("resourceVersion")
+            if asked_rv and str(asked_rv) != self._rv_of(resource, current):
+                return 409, status_body(409, 'Operation cannot be fulfilled on %s "%s": Precondition failed: '
+                                             'ResourceVersion: Precondition failed: %s'
+                                        % (_qualified(resource), name, asked_rv), "Conflict",
+                                        _details(resource, name))
+            del self._objects[resource][index]
+            self._bump()
+            details = _details(resource, name)
+            details["uid"] = (current.get("metadata") or {}).get("uid", "")
+            return 200, {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
+                         "details": details}
 
     def list_page(self, resource, query):
         """(code, body) for one list request."""
@@ -288,43 +476,123 @@ class _Handler(BaseHTTPRequestHandler):
             return "missing"
         return "ok" if header == "Bearer %s" % self.fake.token else "wrong"
 
-    def do_GET(self):
-        fake = self.fake
+    def _parse(self):
         parts = urlsplit(self.path)
         query = dict((key, values[-1]) for key, values in parse_qs(parts.query).items())
         path = parts.path.rstrip("/") or "/"
-        if path in ("/healthz", "/livez", "/readyz"):
-            return self._send(200, b"ok", "text/plain")
-        resource = LIST_PATHS.get(path, (None,))[0]
-        record = {"method": "GET", "path": path, "query": query, "resource": resource,
+        return path, query
+
+    def _object_target(self, path):
+        """(resource, name) for .../RESOURCE/NAME paths, else (None, None)."""
+        for prefix, resource in OBJECT_PREFIXES.items():
+            if path.startswith(prefix) and "/" not in path[len(prefix):]:
+                return resource, path[len(prefix):]
+        return None, None
+
+    def _read_body(self):
+        try:
+            length = int(self.headers.get("Content-Length") or 0)
+        except ValueError:
+            length = 0
+        raw = self.rfile.read(length) if length > 0 else b""
+        if not raw:
+            return None, None
+        try:
+            return json.loads(raw.decode("utf-8")), None
+        except (UnicodeDecodeError, ValueError) as exc:
+            return None, "request body is not JSON: %s" % exc
+
+    def _begin(self, method, path, query, resource, name, body=None):
+        """Record the request; (code, Status) when it is refused before reaching the data."""
+        fake = self.fake
+        record = {"method": method, "path": path, "query": query, "resource": resource, "name": name,
                   "auth": self._auth_state(), "status": None, "time": time.time()}
+        if method in ("POST", "PUT", "DELETE"):
+            record["body"] = copy.deepcopy(body)
         with fake._lock:
             fake.requests.append(record)
+        return record
+
+    def _finish(self, record, code, body):
+        record["status"] = code
+        self._send(code, body)
+
+    def _scripted(self, record, resource):
+        """The answer of a scripted step other than "serve normally", or None."""
         if record["auth"] != "ok":
             # The apiserver authenticates before anything else; scripted steps stay queued.
-            record["status"] = 401
-            return self._send(401, status_body(401, "Unauthorized"))
-        step = fake._next_step(resource) if resource else {"status": 200}
+            return 401, status_body(401, "Unauthorized")
+        step = self.fake._next_step(resource) if resource else {"status": 200}
         if step.get("sleep"):
             time.sleep(step["sleep"])
         code = step.get("status", 200)
         if step.get("body") is not None:
-            body = step["body"]
-        elif code != 200:
-            body = self._scripted_body(code, resource)
-        elif resource:
-            code, body = fake.list_page(resource, query)
-        else:
-            code, body = self._discovery(path)
-        record["status"] = code
-        self._send(code, body)
+            return code, step["body"]
+        if code != 200:
+            verb = {"POST": "create", "PUT": "update", "DELETE": "delete"}.get(
+                record["method"], "list" if record["name"] is None else "get")
+            return code, self._scripted_body(code, resource, verb)
+        return None
 
-    def _scripted_body(self, code, resource):
+    def do_GET(self):
+        fake = self.fake
+        path, query = self._parse()
+        if path in ("/healthz", "/livez", "/readyz"):
+            return self._send(200, b"ok", "text/plain")
+        resource = LIST_PATHS.get(path, (None,))[0]
+        name = None
+        if resource is None:
+            resource, name = self._object_target(path)
+        record = self._begin("GET", path, query, resource, name)
+        answer = self._scripted(record, resource)
+        if answer is None:
+            if name is not None:
+                answer = fake.get_one(resource, name)
+            elif resource:
+                answer = fake.list_page(resource, query)
+            else:
+                answer = self._discovery(path)
+        self._finish(record, *answer)
+
+    def _write(self, method):
+        fake = self.fake
+        path, query = self._parse()
+        body, bad_body = self._read_body()
+        if method == "POST" and path in LIST_PATHS:
+            resource = LIST_PATHS[path][0]
+            name = _name_of(body) or ""
+        else:
+            resource, name = self._object_target(path)
+        if resource not in WRITABLE or (method == "POST" and path not in LIST_PATHS):
+            return self._refuse()
+        record = self._begin(method, path, query, resource, name, body)
+        answer = self._scripted(record, resource)
+        if answer is None:
+            if bad_body or (method != "DELETE" and not isinstance(body, dict)):
+                answer = 400, status_body(400, bad_body or "request body must be a JSON object")
+            elif method == "POST":
+                answer = fake.create(resource, body)
+            elif method == "PUT":
+                answer = fake.replace(resource, name, body)
+            else:
+                answer = fake.delete(resource, name, body)
+        self._finish(record, *answer)
+
+    def do_POST(self):
+        self._write("POST")
+
+    def do_PUT(self):
+        self._write("PUT")
+
+    def do_DELETE(self):
+        self._write("DELETE")
+
+    def _scripted_body(self, code, resource, verb="list"):
         if code == 403:
             group = API_GROUP_OF.get(resource, "")
             full = "%s.%s" % (resource, group) if group else resource
-            return status_body(403, '%s is forbidden: User "%s" cannot list resource "%s" in API group "%s" '
-                                    'at the cluster scope' % (full, self.fake.identity, resource, group))
+            return status_body(403, '%s is forbidden: User "%s" cannot %s resource "%s" in API group "%s" '
+                                    'at the cluster scope' % (full, self.fake.identity, verb, resource, group))
         return status_body(code, "scripted %d from the fake apiserver" % code)
 
     def _discovery(self, path):
@@ -340,9 +608,10 @@ class _Handler(BaseHTTPRequestHandler):
         return 404, status_body(404, "the server could not find the requested resource")
 
     def _refuse(self):
-        self._send(405, status_body(405, "this fake apiserver only answers GET"))
+        self._send(405, status_body(405, "this fake apiserver only answers GET, and POST/PUT/DELETE of "
+                                         "runtimeclasses"))
 
-    do_POST = do_PUT = do_PATCH = do_DELETE = _refuse
+    do_PATCH = _refuse
 
 
 def make_self_signed_cert(directory):

@@ -1,0 +1,469 @@
+"""gpurt.runtime_gate.runtimeclass and the gated RuntimeClass play of playbooks/remediate.yml,
+through the real ansible-playbook CLI, against the fake apiserver.
+
+The module tests run a one-task playbook on localhost and read the registered result back
+from a file; the gate tests remediate fake nodes loaded by the real containerd binaries.
+"""
+import json
+import os
+import re
+import sys
+import urllib.error
+import urllib.request
+
+import pytest
+
+from tests.lib import ansible_run
+from tests.lib.fake_apiserver import FakeApiServer, status_body, write_kubeconfig
+from tests.lib.nodes import Node
+
+from ansible_collections.gpurt.runtime_gate.plugins.module_utils import loaded_config
+
+pytestmark = pytest.mark.integration
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+REMEDIATE = os.path.join(REPO, "playbooks", "remediate.yml")
+TOKEN = "rc-write-token-7f3a9c2e"
+RC_PATH = "/apis/node.k8s.io/v1/runtimeclasses"
+GPU = {"nvidia.com/gpu.present": "true"}
+CPU = {"nvidia.com/gpu.present": "false"}
+
+
+@pytest.fixture
+def fake():
+    with FakeApiServer(token=TOKEN) as server:
+        yield server
+
+
+@pytest.fixture
+def kubeconfig(fake, tmp_path):
+    return write_kubeconfig(str(tmp_path / "kubeconfig"), fake.url, token=TOKEN)
+
+
+@pytest.fixture
+def env(tmp_path):
+    # No K8S_AUTH_*, KUBECONFIG or ~/.kube/config of the machine running the tests.
+    environ = dict((key, value) for key, value in os.environ.items()
+                   if not key.startswith(("K8S_AUTH_", "ANSIBLE_")) and key != "KUBECONFIG")
+    environ.update(HOME=str(tmp_path), ANSIBLE_LOCAL_TEMP=str(tmp_path / "ansible-local"))
+    return environ
+
+
+def writes(fake):
+    return [(r["method"], r["status"]) for r in fake.requests if r["method"] != "GET"]
+
+
+class ModuleRunner(object):
+    """Runs gpurt.runtime_gate.runtimeclass once per call; returns (result, Run)."""
+
+    def __init__(self, tmp_path, env, kubeconfig):
+        self.tmp_path = tmp_path
+        self.env = env
+        self.kubeconfig = kubeconfig
+        self.count = 0
+
+    def __call__(self, check=False, diff=False, auth=None, extra_vars=None, **args):
+        results, run = self.steps([args], check=check, diff=diff, auth=auth, extra_vars=extra_vars)
+        return results[0], run
+
+    def steps(self, steps, check=False, diff=False, auth=None, extra_vars=None):
+        """One playbook run with one module task per args dict (the runs are slow)."""
+        self.count += 1
+        tasks = []
+        for index, args in enumerate(steps):
+            module_args = dict(auth if auth is not None else {"kubeconfig": self.kubeconfig})
+            module_args.update(args)
+            result_file = str(self.tmp_path / ("result-%d-%d.json" % (self.count, index)))
+            tasks += [
+                {"name": "The module under test", "gpurt.runtime_gate.runtimeclass": module_args,
+                 "register": "out", "ignore_errors": True},
+                {"name": "Keep the result", "ansible.builtin.copy": {"content": "{{ out | to_json }}",
+                                                                    "dest": result_file},
+                 "check_mode": False, "diff": False},
+            ]
+        playbook = str(self.tmp_path / ("play-%d.json" % self.count))
+        with open(playbook, "w") as handle:
+            json.dump([{"hosts": "localhost", "gather_facts": False, "tasks": tasks}], handle)
+        run = ansible_run.playbook(playbook, "localhost,", check=check, diff=diff, extra_vars=extra_vars,
+                                   args=["-c", "local", "-e", "ansible_python_interpreter=%s" % sys.executable],
+                                   extra_env=self.env, timeout=180)
+        assert run.rc == 0, run
+        results = []
+        for index in range(len(steps)):
+            with open(str(self.tmp_path / ("result-%d-%d.json" % (self.count, index)))) as handle:
+                results.append(json.load(handle))
+        return results, run
+
+
+@pytest.fixture
+def module(tmp_path, env, kubeconfig):
+    return ModuleRunner(tmp_path, env, kubeconfig)
+
+
+NVIDIA = dict(name="nvidia", handler="nvidia", overhead={"cpu": "250m", "memory": "120Mi"}, node_selector=GPU,
+              tolerations=[{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}])
+
+
+# ----- the module ---------------------------------------------------------------------
+
+def test_create_then_unchanged(fake, module):
+    result, run = module(**NVIDIA)
+    assert not result.get("failed"), run
+    assert (result["changed"], result["action"]) == (True, "created")
+    assert writes(fake) == [("POST", 201)]
+    stored = fake.get_object("runtimeclasses", "nvidia")
+    assert stored["handler"] == "nvidia"
+    assert stored["overhead"] == {"podFixed": {"cpu": "250m", "memory": "120Mi"}}
+    assert stored["scheduling"] == {"nodeSelector": GPU, "tolerations": NVIDIA["tolerations"]}
+    assert result["runtimeclass"]["resource_version"] == stored["metadata"]["resourceVersion"]
+
+    fake.reset_requests()
+    # Same values, another spelling: the apiserver's quantities are compared by value.
+    again = dict(NVIDIA, overhead={"cpu": "0.25", "memory": "120Mi"})
+    result, run = module(**again)
+    assert (result["changed"], result["action"]) == (False, "none"), run
+    assert writes(fake) == []
+    assert [(r["method"], r["name"]) for r in fake.requests] == [("GET", "nvidia")]
+
+
+def test_check_mode_reports_the_create_with_a_diff_and_writes_nothing(fake, module):
+    result, run = module(check=True, diff=True, **NVIDIA)
+    assert (result["changed"], result["action"]) == (True, "created"), run
+    assert writes(fake) == []
+    assert fake.get_object("runtimeclasses", "nvidia") is None
+    assert result["diff"]["before"] == {}
+    assert result["diff"]["after"] == {
+        "name": "nvidia", "handler": "nvidia", "overhead": {"podFixed": NVIDIA["overhead"]},
+        "scheduling": {"nodeSelector": GPU, "tolerations": NVIDIA["tolerations"]}}
+    assert "+++ after: runtimeclass nvidia" in run.out
+
+
+def test_update_replaces_with_the_read_resource_version_and_keeps_other_metadata(fake, module):
+    fake.set_objects("runtimeclasses", [{"metadata": {"name": "nvidia", "labels": {"team": "ml"},
+                                                      "annotations": {"note": "keep"}},
+                                         "handler": "nvidia", "overhead": {"podFixed": {"cpu": "100m"}}}])
+    before_rv = fake.get_object("runtimeclasses", "nvidia")["metadata"]["resourceVersion"]
+
+    result, run = module(check=True, diff=True, labels={"owner": "gpurt"}, **NVIDIA)
+    assert (result["changed"], result["action"]) == (True, "updated"), run
+    assert writes(fake) == []
+    assert result["diff"]["before"]["overhead"] == {"podFixed": {"cpu": "100m"}}
+    assert result["diff"]["after"]["overhead"] == {"podFixed": NVIDIA["overhead"]}
+
+    result, run = module(labels={"owner": "gpurt"}, **NVIDIA)
+    assert (result["changed"], result["action"]) == (True, "updated"), run
+    put = fake.object_requests("runtimeclasses", method="PUT")
+    assert [r["status"] for r in put] == [200]
+    assert put[0]["body"]["metadata"]["resourceVersion"] == before_rv
+    stored = fake.get_object("runtimeclasses", "nvidia")
+    assert stored["overhead"] == {"podFixed": NVIDIA["overhead"]}
+    assert stored["scheduling"]["nodeSelector"] == GPU
+    assert stored["metadata"]["labels"] == {"team": "ml", "owner": "gpurt"}
+    assert stored["metadata"]["annotations"] == {"note": "keep"}
+    assert int(stored["metadata"]["resourceVersion"]) > int(before_rv)
+
+    result, run = module(labels={"owner": "gpurt"}, **NVIDIA)
+    assert result["changed"] is False, run
+
+
+def test_leaving_out_overhead_and_selector_removes_them(fake, module):
+    module(**NVIDIA)
+    result, run = module(name="nvidia", handler="nvidia")
+    assert result["action"] == "updated", run
+    stored = fake.get_object("runtimeclasses", "nvidia")
+    assert "overhead" not in stored and "scheduling" not in stored
+
+
+def test_handler_change_fails_clearly_unless_force(fake, module):
+    fake.set_objects("runtimeclasses", [{"metadata": {"name": "nvidia", "labels": {"team": "ml"}}, "handler": "nvidai"}])
+    result, run = module(**NVIDIA)
+    assert result["failed"] is True
+    assert result["msg"] == (
+        "RuntimeClass nvidia has handler 'nvidai', not 'nvidia', and Kubernetes does not allow changing the "
+        "handler of an existing RuntimeClass (the field is immutable). Set force=true to delete and re-create "
+        "it (new pods naming it are rejected in between), or pick another name")
+    assert writes(fake) == []
+    assert "Traceback" not in run.text
+
+    result, run = module(check=True, force=True, **NVIDIA)
+    assert (result["changed"], result["action"]) == (True, "recreated"), run
+    assert writes(fake) == []
+
+    read_rv = fake.get_object("runtimeclasses", "nvidia")["metadata"]["resourceVersion"]
+    result, run = module(force=True, **NVIDIA)
+    assert (result["changed"], result["action"]) == (True, "recreated"), run
+    assert writes(fake) == [("DELETE", 200), ("POST", 201)]
+    # The delete is conditional on the version that was compared.
+    assert fake.object_requests("runtimeclasses", method="DELETE")[0]["body"]["preconditions"] == {
+        "resourceVersion": read_rv}
+    stored = fake.get_object("runtimeclasses", "nvidia")
+    assert stored["handler"] == "nvidia"
+    assert stored["metadata"]["labels"] == {"team": "ml"}
+
+
+def test_the_fake_refuses_a_handler_change_like_the_apiserver(fake, kubeconfig):
+    # What force=false protects from: a PUT that changes handler is 422 Invalid.
+    fake.set_objects("runtimeclasses", [{"metadata": {"name": "nvidia"}, "handler": "nvidia"}])
+    current = fake.get_object("runtimeclasses", "nvidia")
+    current["handler"] = "nvidia-cdi"
+    code, body = http(fake, "PUT", RC_PATH + "/nvidia", current)
+    assert (code, body["reason"]) == (422, "Invalid")
+    assert body["message"] == ('RuntimeClass.node.k8s.io "nvidia" is invalid: handler: Invalid value: '
+                               '"nvidia-cdi": field is immutable')
+
+
+def test_state_absent_deletes_then_is_unchanged(fake, module):
+    fake.set_objects("runtimeclasses", [{"metadata": {"name": "kata"}, "handler": "kata-qemu"}])
+    result, run = module(check=True, diff=True, name="kata", state="absent")
+    assert (result["changed"], result["action"]) == (True, "deleted"), run
+    assert result["diff"]["before"]["handler"] == "kata-qemu" and result["diff"]["after"] == {}
+    assert writes(fake) == []
+
+    result, run = module(name="kata", state="absent")
+    assert (result["changed"], result["action"], result["runtimeclass"]) == (True, "deleted", None), run
+    assert writes(fake) == [("DELETE", 200)]
+    assert fake.get_object("runtimeclasses", "kata") is None
+
+    result, run = module(name="kata", state="absent")
+    assert result["changed"] is False, run
+    assert writes(fake) == [("DELETE", 200)]
+
+
+def test_a_stale_resource_version_is_read_again_and_retried(fake, module):
+    fake.set_objects("runtimeclasses", [{"metadata": {"name": "nvidia"}, "handler": "nvidia"}])
+    # GET serves normally, the first PUT meets a concurrent writer.
+    fake.script("runtimeclasses", [200, {"status": 409, "body": status_body(
+        409, 'Operation cannot be fulfilled on runtimeclasses.node.k8s.io "nvidia": the object has been modified',
+        "Conflict", {"name": "nvidia", "group": "node.k8s.io", "kind": "runtimeclasses"})}])
+    result, run = module(**NVIDIA)
+    assert (result["changed"], result["action"]) == (True, "updated"), run
+    assert [(r["method"], r["status"]) for r in fake.requests] == [("GET", 200), ("PUT", 409), ("GET", 200),
+                                                                   ("PUT", 200)]
+    assert result["api_requests"] == 4
+
+
+def test_a_5xx_on_create_is_retried(fake, module):
+    fake.script("runtimeclasses", [200, 503, 200])
+    result, run = module(retry_delay=0.01, **NVIDIA)
+    assert result["action"] == "created", run
+    assert writes(fake) == [("POST", 503), ("POST", 201)]
+
+
+def test_a_retried_create_that_finds_its_own_object_succeeds(fake, module):
+    # The first POST went through but its answer was lost (503); the retry meets AlreadyExists.
+    fake.set_objects("runtimeclasses", [])
+    original_create = fake.create
+    calls = []
+
+    def create_then_lose_the_answer(resource, body):
+        calls.append(body)
+        answer = original_create(resource, body)
+        return (503, status_body(503, "lost")) if len(calls) == 1 else answer
+    fake.create = create_then_lose_the_answer
+    result, run = module(retry_delay=0.01, **NVIDIA)
+    assert (result["failed"], result["action"]) == (False, "created"), run
+    assert writes(fake) == [("POST", 503), ("POST", 409)]
+    assert fake.get_object("runtimeclasses", "nvidia")["overhead"] == {"podFixed": NVIDIA["overhead"]}
+
+
+def test_403_on_create_names_the_missing_verbs_without_the_token(fake, module):
+    fake.script("runtimeclasses", [200, 403])
+    result, run = module(auth={"host": fake.url, "api_key": "{{ write_token }}"},
+                         extra_vars={"write_token": TOKEN}, **NVIDIA)
+    assert result["failed"] is True
+    assert result["msg"].startswith("403 Forbidden from %s creating runtimeclass nvidia: the identity may not "
+                                    "create runtimeclasses.node.k8s.io; this module needs get, create, update "
+                                    "and delete" % fake.url)
+    assert 'cannot create resource "runtimeclasses"' in result["msg"]
+    assert TOKEN not in run.text
+    assert "Traceback" not in run.text
+
+
+def test_a_wrong_token_is_a_clear_401(fake, module, tmp_path):
+    wrong = write_kubeconfig(str(tmp_path / "wrong"), fake.url, token="wrong-token-0a1b2c3d")
+    result, run = module(auth={"kubeconfig": wrong}, **NVIDIA)
+    assert result["msg"] == ("401 Unauthorized from %s reading runtimeclass nvidia: the bearer token or client "
+                             "certificate was rejected" % fake.url)
+    assert "wrong-token-0a1b2c3d" not in run.text
+    assert [r["auth"] for r in fake.requests] == ["wrong"]
+
+
+def test_an_unreachable_apiserver_fails_after_retries(module):
+    result, run = module(auth={"host": "http://127.0.0.1:1"}, retries=1, retry_delay=0.01, **NVIDIA)
+    assert result["msg"] == ("gave up after 2 attempts reading runtimeclass nvidia: cannot connect to "
+                             "http://127.0.0.1:1 (Connection refused)")
+    assert result["api_requests"] == 2
+
+
+BAD_OPTIONS = [
+    (dict(name="nvidia"), "state is present but all of the following are missing: handler"),
+    (dict(name="nvidia", handler="Nvidia_X"), "handler 'Nvidia_X' is not a valid handler"),
+    (dict(name="Nvidia", handler="nvidia"), "name 'Nvidia' is not a valid RuntimeClass name"),
+    (dict(name="nvidia", handler="nvidia", overhead={"cpu": "lots"}), "overhead.cpu=lots is not a Kubernetes quantity"),
+    (dict(name="nvidia", handler="nvidia", tolerations=[{"operator": "Maybe"}]),
+     "tolerations[0].operator must be Exists or Equal"),
+    (dict(name="nvidia", handler="nvidia", tolerations=[{"key": "a", "seconds": 3}]),
+     "tolerations[0] has unknown key(s) seconds"),
+]
+
+
+def test_bad_options_fail_before_any_request(fake, module):
+    results, run = module.steps([args for args, _ in BAD_OPTIONS])
+    for result, (args, message) in zip(results, BAD_OPTIONS):
+        assert result["failed"] is True and message in result["msg"], (args, result)
+    assert fake.requests == []
+    assert "Traceback" not in run.text
+
+
+# ----- the fake apiserver's write side ------------------------------------------------
+
+def http(fake, method, path, body=None, token=TOKEN):
+    data = json.dumps(body).encode() if body is not None else None
+    request = urllib.request.Request(fake.url + path, data=data, method=method,
+                                     headers={"Authorization": "Bearer %s" % token, "Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.loads(exc.read())
+
+
+def test_fake_object_endpoints_behave_like_the_apiserver(fake):
+    code, body = http(fake, "GET", RC_PATH + "/nvidia")
+    assert (code, body["reason"], body["details"]["name"]) == (404, "NotFound", "nvidia")
+    new = {"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass", "metadata": {"name": "nvidia"}, "handler": "nvidia"}
+    code, created = http(fake, "POST", RC_PATH, new)
+    assert code == 201 and created["metadata"]["resourceVersion"]
+    code, body = http(fake, "POST", RC_PATH, new)
+    assert (code, body["reason"]) == (409, "AlreadyExists")
+    code, body = http(fake, "POST", RC_PATH, dict(new, metadata={"name": "x"}, handler=None))
+    assert (code, body["message"]) == (422, 'RuntimeClass.node.k8s.io "x" is invalid: handler: Required value')
+
+    rv = created["metadata"]["resourceVersion"]
+    same = dict(created)
+    code, body = http(fake, "PUT", RC_PATH + "/nvidia", same)
+    assert code == 200 and body["metadata"]["resourceVersion"] == rv  # no-op update: no new version
+    changed = dict(created, overhead={"podFixed": {"cpu": "250m"}})
+    code, body = http(fake, "PUT", RC_PATH + "/nvidia", changed)
+    assert code == 200 and int(body["metadata"]["resourceVersion"]) > int(rv)
+    code, body = http(fake, "PUT", RC_PATH + "/nvidia", changed)  # rv is now stale
+    assert (code, body["reason"]) == (409, "Conflict")
+    code, body = http(fake, "PUT", RC_PATH + "/other", dict(created, metadata={"name": "other"}))
+    assert code == 404
+    code, body = http(fake, "PUT", RC_PATH + "/nvidia", dict(created, metadata={"name": "other"}))
+    assert code == 400
+
+    code, body = http(fake, "DELETE", RC_PATH + "/nvidia", {"preconditions": {"resourceVersion": rv}})
+    assert (code, body["reason"]) == (409, "Conflict")  # the precondition names an old version
+    code, body = http(fake, "DELETE", RC_PATH + "/nvidia")
+    assert (code, body["status"]) == (200, "Success")
+    assert http(fake, "DELETE", RC_PATH + "/nvidia")[0] == 404
+
+    assert http(fake, "POST", RC_PATH, new, token="nope")[0] == 401
+    assert fake.get_object("runtimeclasses", "nvidia") is None
+    assert [r["method"] for r in fake.object_requests("runtimeclasses")] == [
+        "GET", "POST", "POST", "POST", "PUT", "PUT", "PUT", "PUT", "PUT", "DELETE", "DELETE", "DELETE", "POST"]
+    assert fake.list_requests("runtimeclasses") == []
+    assert all(TOKEN not in json.dumps(r) for r in fake.requests)
+    assert http(fake, "PUT", "/api/v1/nodes/gpu-1", {"metadata": {"name": "gpu-1"}}) == (
+        405, status_body(405, "this fake apiserver only answers GET, and POST/PUT/DELETE of runtimeclasses"))
+
+
+# ----- the gated play of playbooks/remediate.yml --------------------------------------
+
+def gate_node(tmp_path, name, version, labels, **extra):
+    node = Node(tmp_path / "nodes", name, version)
+    host = {
+        "containerd_runtime_containerd_bin": node.binary,
+        "containerd_runtime_config_path": node.config_path,
+        "containerd_runtime_kubelet_config_path": node.kubelet_config_path,
+        "containerd_runtime_restart_command": ["/bin/true"],
+        "containerd_runtime_runtimes": [{"name": "nvidia", "binary_name": node.runtime_binary()}],
+        "containerd_runtime_nvidia_cdi": {"name": "nvidia-cdi", "cdi": True,
+                                          "binary_name": node.runtime_binary("usr/bin/nvidia-container-runtime.cdi")},
+        "gpurt_node_labels": labels,
+    }
+    host.update(extra)
+    return node, host
+
+
+def remediate(tmp_path, fake, hosts, desired=None, check=False, **group_vars):
+    all_vars = {"gpurt_kubeconfig": write_kubeconfig(str(tmp_path / "kubeconfig"), fake.url, token=TOKEN),
+                "gpurt_manage_runtimeclasses": True}
+    if desired is not None:
+        all_vars["gpurt_runtimeclasses_desired"] = desired
+    all_vars.update(group_vars)
+    inventory = ansible_run.write_inventory(str(tmp_path / "hosts.json"), hosts, group_vars=all_vars)
+    # One batch that goes on past a failed node, so the gate play sees every host: serial and
+    # max_fail_percentage are play keywords and must come as extra vars.
+    return ansible_run.playbook(REMEDIATE, inventory, check=check, timeout=300,
+                                extra_vars={"gpurt_serial": "100%", "gpurt_max_fail_percentage": 100},
+                                # JSON results: messages unwrapped, so they can be matched whole.
+                                extra_env={"HOME": str(tmp_path), "ANSIBLE_CALLBACK_RESULT_FORMAT": "json"})
+
+
+GPU_ONLY = [{"name": "nvidia", "handler": "nvidia", "node_selector": GPU, "overhead": {"cpu": "250m", "memory": "120Mi"}}]
+
+
+def test_gate_creates_the_runtimeclass_when_every_selected_node_has_the_handler(tmp_path, fake):
+    nodes = dict([gate_node(tmp_path, "gpu-1", "2.1", GPU), gate_node(tmp_path, "gpu-2", "1.7", GPU),
+                  gate_node(tmp_path, "cpu-1", "1.6", CPU)])
+    hosts = dict((node.name, host) for node, host in nodes.items())
+
+    run = remediate(tmp_path, fake, hosts, GPU_ONLY, check=True)
+    assert run.rc == 0, run
+    assert "RuntimeClass nvidia (handler nvidia, nodeSelector nvidia.com/gpu.present=true): safe to create: all 2 " \
+           "selectable node(s) have the handler loaded (gpu-1, gpu-2)" in run.out, run
+    assert re.search(r"^changed: \[\S+ -> localhost\] => \(item=nvidia\)", run.out, re.MULTILINE), run
+    assert writes(fake) == []
+    assert all(not os.path.exists(node.config_path) for node in nodes)
+
+    fake.reset_requests()
+    run = remediate(tmp_path, fake, hosts, GPU_ONLY)
+    assert run.rc == 0, run
+    for node in nodes:  # the premise: each node's real containerd loads the handler
+        assert "nvidia" in loaded_config.summarize_dump(node.dump()[1])["runtime_names"], node.name
+    assert writes(fake) == [("POST", 201)]
+    stored = fake.get_object("runtimeclasses", "nvidia")
+    assert stored["handler"] == "nvidia"
+    assert stored["scheduling"] == {"nodeSelector": GPU}
+    assert stored["overhead"] == {"podFixed": {"cpu": "250m", "memory": "120Mi"}}
+
+
+def test_gate_refuses_when_a_selected_node_cannot_be_remediated(tmp_path, fake):
+    nodes = dict([gate_node(tmp_path, "gpu-1", "2.1", GPU),
+                  gate_node(tmp_path, "gpu-2", "1.7", GPU, containerd_runtime_containerd_bin="/nonexistent/containerd"),
+                  gate_node(tmp_path, "cpu-1", "1.6", CPU)])
+    hosts = dict((node.name, host) for node, host in nodes.items())
+    run = remediate(tmp_path, fake, hosts, GPU_ONLY)
+    assert run.rc == 2, run
+    assert run.recap["gpu-2"]["failed"] == 1
+    assert "RuntimeClass nvidia (handler nvidia, nodeSelector nvidia.com/gpu.present=true): not safe to create: " \
+           "of 2 selectable node(s), not checked: gpu-2 (failed or unreachable during remediation)" in run.out, run
+    assert [r for r in fake.requests if r["method"] != "GET"] == []
+    assert fake.get_object("runtimeclasses", "nvidia") is None
+
+
+def test_gate_judges_each_runtimeclass_on_the_nodes_it_can_select(tmp_path, fake):
+    # containerd 1.6 has no CDI, so cpu-1 fails when asked for nvidia-cdi: nvidia-cdi (GPU nodes
+    # only) may still be created; nvidia (no nodeSelector: every node) may not.
+    nodes = dict([gate_node(tmp_path, "gpu-1", "2.1", GPU), gate_node(tmp_path, "gpu-2", "1.7", GPU),
+                  gate_node(tmp_path, "cpu-1", "1.6", CPU)])
+    hosts = dict((node.name, host) for node, host in nodes.items())
+    desired = [{"name": "nvidia", "handler": "nvidia"},
+               {"name": "nvidia-cdi", "handler": "nvidia-cdi", "node_selector": GPU}]
+    run = remediate(tmp_path, fake, hosts, desired, containerd_runtime_enable_nvidia_cdi=True)
+    assert run.rc == 2, run
+    assert "need CDI, which containerd 1.6 does not have" in run.text, run
+    assert "RuntimeClass nvidia (handler nvidia, nodeSelector none): not safe to create: of 3 selectable node(s), " \
+           "not checked: cpu-1 (failed or unreachable during remediation)" in run.out, run
+    assert writes(fake) == [("POST", 201)]
+    assert fake.get_object("runtimeclasses", "nvidia") is None
+    assert fake.get_object("runtimeclasses", "nvidia-cdi")["handler"] == "nvidia-cdi"
+
+
+def test_gate_is_off_by_default(tmp_path, fake):
+    node, host = gate_node(tmp_path, "gpu-1", "2.1", GPU)
+    run = remediate(tmp_path, fake, {"gpu-1": host}, gpurt_manage_runtimeclasses=False)
+    assert run.rc == 0, run
+    assert fake.object_requests("runtimeclasses") == []
