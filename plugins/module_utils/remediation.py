@@ -71,7 +71,11 @@ def choose_base(existing_text, default_text, migrated_text, containerd_major, ve
         if migrated_text is None:
             raise PlanError("the existing config is version %d; run 'containerd config migrate' on it first"
                             % existing_version)
-        return (_parse(migrated_text, "containerd config migrate"), "migrated",
+        migrated = _parse(migrated_text, "containerd config migrate")
+        # The migration ran on a copy without imports (it would inline them); keep the entries.
+        if existing.get("imports"):
+            migrated["imports"] = list(existing["imports"])
+        return (migrated, "migrated",
                 ["migrated the version %d config to version %d with containerd config migrate"
                  % (existing_version, version)])
     return (_parse(default_text, "containerd config default"), "default",
