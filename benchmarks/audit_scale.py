@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Scale benchmark of the check-mode audit (playbooks/audit.yml) against a bare playbook that
 only runs `containerd --config FILE config dump` through ansible.builtin.command, on the same
 N local-connection nodes, same forks, same ansible.cfg. Not a test: pytest does not collect it.
@@ -319,7 +318,8 @@ def main(argv=None):
     parser.add_argument("--profile", action="store_true",
                         help="after measuring, rerun both playbooks at the largest size with the junit "
                              "callback and print per-task times (not part of the table)")
-    parser.add_argument("--ansible-playbook", help="default: the one next to this Python", default=os.path.join(os.path.dirname(sys.executable), "ansible-playbook"))
+    parser.add_argument("--ansible-playbook", help="default: the one next to this Python",
+                        default=os.path.join(os.path.dirname(sys.executable), "ansible-playbook"))
     args = parser.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
     if args.forks is None:

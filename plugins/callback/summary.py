@@ -20,7 +20,7 @@ description:
     E(ANSIBLE_CALLBACKS_ENABLED).
 version_added: 0.1.0
 author:
-  - gpurt.runtime_gate developers
+  - gpurt.runtime_gate developers (@gpurt-runtime-gate)
 requirements:
   - enabled in callbacks_enabled
 """

@@ -62,10 +62,7 @@ options:
     aliases: [key_file]
 requirements:
   - The kubernetes Python client, on the host that runs the module (the controller with
-    C(delegate_to=localhost)); not needed with O(src)
-notes:
-  - The identity needs only C(get) and C(list) on C(runtimeclasses.node.k8s.io) and C(nodes);
-    C(rbac/runtime-gate-audit.yaml) in this collection grants exactly that.
+    C(delegate_to=localhost))
 """
 
     # Paging, retry and timeout options of the list modules.
@@ -103,4 +100,8 @@ options:
     type: str
     choices: [fail, warn]
     default: fail
+notes:
+  - The kubernetes Python client is not needed with O(src).
+  - The identity needs only C(get) and C(list) on C(runtimeclasses.node.k8s.io) and C(nodes);
+    C(rbac/runtime-gate-audit.yaml) in this collection grants exactly that.
 """

@@ -199,8 +199,9 @@ def check_imports(node, gathered):
             why = "imports read other dirs only (%s)" % ", ".join(resolved)
         else:
             why = "the config has no imports"
+        dir_pattern = os.path.join(_dir_of(entry["path"]), "*" + os.path.splitext(entry["path"])[1])
         fix = ("rename it to match %s" % same_dir[0]) if same_dir else (
-            "move it into a dir an imports entry reads, or add '%s' to imports" % os.path.join(_dir_of(entry["path"]), "*" + os.path.splitext(entry["path"])[1]))
+            "move it into a dir an imports entry reads, or add '%s' to imports" % dir_pattern)
         out.append(finding(
             node, "orphan_dropin", "error" if lost else "warning", entry["path"],
             "%s is never loaded: %s%s" % (entry["path"], why,

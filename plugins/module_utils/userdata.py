@@ -101,7 +101,7 @@ def _shell(text, files, notes):
         if target:
             if not match.group("q") and "$" in body:
                 notes.append("%s: heredoc is unquoted and contains '$'; shell expansion is not applied here"
-                              % target.group("path"))
+                             % target.group("path"))
             _add(files, target.group("path"), body, append, "shell heredoc")
         position = close.end()
     for line in _GENERATED.findall(text):

@@ -14,7 +14,7 @@ short_description: Judge every host of the play once and write the audit report
 description:
   - Runs every check of M(gpurt.runtime_gate.runtime_check) for each host of the play from the
     gather results they registered, adds the cross-node drift check per inventory group, and returns
-    one report with a status per node (C(OK), C(FINDINGS), C(NOT CHECKED)).
+    one report with a status per node (C(OK), C(FINDINGS), C(NOT CHECKED)) in RV(report).
   - A host whose gather failed or that was unreachable is C(NOT CHECKED) and never counts as OK.
   - In O(mode=cluster) it needs no host at all and judges each Node object by its
     C(status.runtimeHandlers) (Kubernetes 1.30+); Nodes that do not report handlers are C(NOT CHECKED).
@@ -22,11 +22,11 @@ description:
     controller when paths are given; both are stable, so two runs diff cleanly. Writing the report is
     not a change to any managed node, so it also happens in check mode.
   - Use it with C(run_once=true); it never fails the play itself, the per-host verdict is in
-    RV(report.nodes) (C(failing)).
+    RV(report) (C(failing)).
   - Runs on the controller only (action plugin).
 version_added: 0.1.0
 author:
-  - gpurt.runtime_gate developers
+  - gpurt.runtime_gate developers (@gpurt-runtime-gate)
 options:
   mode:
     description:
@@ -95,10 +95,13 @@ options:
     type: path
 attributes:
   check_mode:
+    description: Can run in check mode and return changed status prediction without modifying target.
     support: full
   diff_mode:
+    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
     support: none
   action:
+    description: Indicates this has a corresponding action plugin so some parts of the options can be executed on the controller.
     support: full
 seealso:
   - module: gpurt.runtime_gate.runtime_check

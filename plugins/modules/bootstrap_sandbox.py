@@ -24,7 +24,7 @@ description:
   - Runs on the controller only (action plugin). The sandbox is scratch space, written in check mode too.
 version_added: 0.1.0
 author:
-  - gpurt.runtime_gate developers
+  - gpurt.runtime_gate developers (@gpurt-runtime-gate)
 options:
   root:
     description: The sandbox directory.
@@ -48,10 +48,13 @@ options:
     default: /var/lib/kubelet/config.yaml
 attributes:
   check_mode:
+    description: Can run in check mode and return changed status prediction without modifying target.
     support: full
   diff_mode:
+    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
     support: none
   action:
+    description: Indicates this has a corresponding action plugin so some parts of the options can be executed on the controller.
     support: full
 seealso:
   - module: gpurt.runtime_gate.containerd_config_info

@@ -24,7 +24,7 @@ description:
   - Read-only. Never changes the node.
 version_added: 0.1.0
 author:
-  - gpurt.runtime_gate developers
+  - gpurt.runtime_gate developers (@gpurt-runtime-gate)
 options:
   containerd_bin:
     description:
@@ -73,8 +73,10 @@ options:
     default: 67108864
 attributes:
   check_mode:
+    description: Can run in check mode and return changed status prediction without modifying target.
     support: full
   diff_mode:
+    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
     support: none
 notes:
   - A running containerd loaded its config when it started. The dump shows what the next

@@ -25,7 +25,7 @@ description:
   - Runs on the controller only (action plugin); it changes nothing.
 version_added: 0.1.0
 author:
-  - gpurt.runtime_gate developers
+  - gpurt.runtime_gate developers (@gpurt-runtime-gate)
 options:
   gathered:
     description:
@@ -98,10 +98,13 @@ options:
     type: path
 attributes:
   check_mode:
+    description: Can run in check mode and return changed status prediction without modifying target.
     support: full
   diff_mode:
+    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
     support: none
   action:
+    description: Indicates this has a corresponding action plugin so some parts of the options can be executed on the controller.
     support: full
 seealso:
   - module: gpurt.runtime_gate.containerd_config_info

@@ -25,7 +25,7 @@ description:
     does exactly that with C(gpurt_manage_runtimeclasses=true).
 version_added: 0.2.0
 author:
-  - gpurt.runtime_gate developers
+  - gpurt.runtime_gate developers (@gpurt-runtime-gate)
 options:
   name:
     description:
@@ -100,14 +100,16 @@ extends_documentation_fragment:
   - gpurt.runtime_gate.k8s_auth
 attributes:
   check_mode:
+    description: Can run in check mode and return changed status prediction without modifying target.
     support: full
     details: Reads the live RuntimeClass and reports what would change; sends no write.
   diff_mode:
+    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
     support: full
     details: C(before) and C(after) hold the handler, overhead, scheduling and labels.
 notes:
-  - The note on C(get) and C(list) below holds for the read-only modules. This one also writes: it
-    needs C(get), C(create), C(update) and C(delete) on C(runtimeclasses.node.k8s.io), and the
+  - This module writes. It needs C(get), C(create), C(update) and C(delete) on
+    C(runtimeclasses.node.k8s.io), which C(rbac/runtime-gate-remediate.yaml) grants; the read-only
     audit identity of C(rbac/runtime-gate-audit.yaml) gets a 403.
   - Run it once for a play, with C(run_once=true) and C(delegate_to=localhost).
 seealso:

@@ -21,7 +21,7 @@ description:
   - Read-only.
 version_added: 0.1.0
 author:
-  - gpurt.runtime_gate developers
+  - gpurt.runtime_gate developers (@gpurt-runtime-gate)
 options:
   src:
     description:
@@ -36,8 +36,10 @@ extends_documentation_fragment:
   - gpurt.runtime_gate.k8s_auth.list_options
 attributes:
   check_mode:
+    description: Can run in check mode and return changed status prediction without modifying target.
     support: full
   diff_mode:
+    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
     support: none
 notes:
   - In a play over many nodes use C(run_once=true) and C(delegate_to=localhost), so the

@@ -155,7 +155,8 @@ def test_real_dump_has_every_requested_runtime(runs, fleet, name):
 
 
 def test_drop_in_layout_per_major(runs, fleet):
-    dropins = lambda node: sorted(os.path.basename(p) for p in glob.glob(node.path("etc/containerd/conf.d/*")))
+    def dropins(node):
+        return sorted(os.path.basename(p) for p in glob.glob(node.path("etc/containerd/conf.d/*")))
     # 2.x merges drop-ins key by key: one per runtime.
     assert dropins(fleet["nodes"]["empty-2.1"]) == ["99-nvidia-cdi.toml", "99-nvidia.toml"]
     # 1.x replaces a plugin's whole section per imported file: one drop-in with the whole CRI section.

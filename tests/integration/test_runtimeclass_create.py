@@ -77,8 +77,8 @@ class ModuleRunner(object):
             tasks += [
                 {"name": "The module under test", "gpurt.runtime_gate.runtimeclass": module_args,
                  "register": "out", "ignore_errors": True},
-                {"name": "Keep the result", "ansible.builtin.copy": {"content": "{{ out | to_json }}",
-                                                                    "dest": result_file},
+                {"name": "Keep the result",
+                 "ansible.builtin.copy": {"content": "{{ out | to_json }}", "dest": result_file},
                  "check_mode": False, "diff": False},
             ]
         playbook = str(self.tmp_path / ("play-%d.json" % self.count))

@@ -188,8 +188,8 @@ def names(pairs):
 
 
 def test_single_yaml_file(tmp_path):
-    path = write(tmp_path / "rc.yaml", "apiVersion: node.k8s.io/v1\nkind: RuntimeClass\n"
-                                      "metadata: {name: nvidia}\nhandler: nvidia\n")
+    path = write(tmp_path / "rc.yaml",
+                 "apiVersion: node.k8s.io/v1\nkind: RuntimeClass\nmetadata: {name: nvidia}\nhandler: nvidia\n")
     pairs = rc.load_manifests(path, "RuntimeClass")
     assert pairs == [(runtimeclass("nvidia", "nvidia"), path)]
 
