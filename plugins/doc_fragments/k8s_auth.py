@@ -80,17 +80,6 @@ options:
         with exponential backoff. 401, 403 and 404 are never retried.
     type: int
     default: 3
-  retry_delay:
-    description:
-      - Seconds before the first retry; each next retry waits twice as long. A 429's
-        C(Retry-After) (at most 10 s) is honoured when longer.
-    type: float
-    default: 0.5
-  request_timeout:
-    description:
-      - Seconds one request may take before it counts as timed out.
-    type: float
-    default: 30
   on_invalid:
     description:
       - What to do with an object missing a required field (a RuntimeClass without
@@ -104,4 +93,20 @@ notes:
   - The kubernetes Python client is not needed with O(src).
   - The identity needs only C(get) and C(list) on C(runtimeclasses.node.k8s.io) and C(nodes);
     C(rbac/runtime-gate-audit.yaml) in this collection grants exactly that.
+"""
+
+    # Backoff and timeout of every request, list or write.
+    REQUEST_OPTIONS = r"""
+options:
+  retry_delay:
+    description:
+      - Seconds before the first retry; each next retry waits twice as long. A 429's
+        C(Retry-After) (at most 10 s) is honoured when longer.
+    type: float
+    default: 0.5
+  request_timeout:
+    description:
+      - Seconds one request may take before it counts as timed out.
+    type: float
+    default: 30
 """

@@ -248,6 +248,25 @@ def _connection_reason(exc):
     return detail
 
 
+def status_text(exc, server):
+    """'403 Forbidden from URL (the Status message)' for an ApiException, without its headers."""
+    reason = _HTTP_REASONS.get(exc.status) or exc.reason or ""
+    text = "%d %s from %s" % (exc.status, reason, server)
+    detail = _status_body_message(exc.body)
+    if detail and detail.lower() != reason.lower():
+        text += " (%s)" % detail
+    return text
+
+
+def retry_after_seconds(exc):
+    """A 429's Retry-After in seconds, capped; None when absent or unreadable."""
+    try:
+        value = float((exc.headers or {}).get("Retry-After"))
+    except (TypeError, ValueError):
+        return None
+    return min(max(value, 0.0), MAX_RETRY_AFTER_SECONDS)
+
+
 class KubeLister(object):
     """Lists resources fully over a kubernetes.client.ApiClient, counting every HTTP request
     (one per page and per attempt) and every list operation."""
@@ -335,8 +354,8 @@ class KubeLister(object):
                     raise self._tls_error(resource, exc)
                 if status not in RETRIED_STATUSES and status < 500:
                     raise self._status_error(resource, path, exc)
-                reason = self._status_text(exc, self.server)
-                retry_after = self._retry_after(exc)
+                reason = status_text(exc, self.server)
+                retry_after = retry_after_seconds(exc)
             except urllib3.exceptions.NewConnectionError as exc:
                 reason = "cannot connect to %s (%s)" % (self.server, _connection_reason(exc))
             except urllib3.exceptions.ConnectTimeoutError:
@@ -381,23 +400,6 @@ class KubeLister(object):
             raise self._error("%s answered listing %s with JSON that is not a list object" % (self.server, resource),
                               resource=resource)
         return page
-
-    @staticmethod
-    def _status_text(exc, server):
-        reason = _HTTP_REASONS.get(exc.status) or exc.reason or ""
-        text = ("%d %s from %s" % (exc.status, reason, server))
-        detail = _status_body_message(exc.body)
-        if detail and detail.lower() != reason.lower():
-            text += " (%s)" % detail
-        return text
-
-    @staticmethod
-    def _retry_after(exc):
-        try:
-            value = float((exc.headers or {}).get("Retry-After"))
-        except (TypeError, ValueError):
-            return None
-        return min(max(value, 0.0), MAX_RETRY_AFTER_SECONDS)
 
     def _status_error(self, resource, path, exc):
         status = exc.status

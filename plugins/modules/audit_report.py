@@ -93,15 +93,15 @@ options:
     description:
       - Where to write the JUnit XML report on the controller.
     type: path
+extends_documentation_fragment:
+  - gpurt.runtime_gate.attributes
+  - gpurt.runtime_gate.attributes.action
 attributes:
   check_mode:
-    description: Can run in check mode and return changed status prediction without modifying target.
     support: full
   diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
     support: none
   action:
-    description: Indicates this has a corresponding action plugin so some parts of the options can be executed on the controller.
     support: full
 seealso:
   - module: gpurt.runtime_gate.runtime_check

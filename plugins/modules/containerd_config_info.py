@@ -71,13 +71,17 @@ options:
       - A dump larger than this fails the task instead of being returned.
     type: int
     default: 67108864
+extends_documentation_fragment:
+  - gpurt.runtime_gate.attributes
+  - gpurt.runtime_gate.attributes.action
 attributes:
   check_mode:
-    description: Can run in check mode and return changed status prediction without modifying target.
     support: full
   diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
     support: none
+  action:
+    support: full
+    details: The action plugin parses the TOML on the controller.
 notes:
   - A running containerd loaded its config when it started. The dump shows what the next
     restart loads; C(crictl info) shows what runs now.
@@ -226,6 +230,7 @@ loaded:
 
 import os
 import re
+import signal
 import subprocess
 
 from ansible.module_utils.basic import AnsibleModule
@@ -247,17 +252,30 @@ class GatherError(Exception):
 DAEMON_CWD = "/"
 
 
-def run(argv, timeout, max_bytes=None):
-    """(rc, stdout_text, stderr_text); GatherError for a missing binary, a hang or non-UTF-8 output."""
+def start(argv):
     try:
-        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=DAEMON_CWD)
+        # A session of its own, so a timeout kills whatever it started too (their open pipes
+        # would otherwise keep communicate() waiting).
+        return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=DAEMON_CWD,
+                                start_new_session=True)
     except OSError as exc:
         raise GatherError("cannot run %s: %s" % (argv[0], exc.strerror or exc))
+
+
+def kill(proc):
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except OSError:
+        pass  # already gone
+    proc.communicate()
+
+
+def finish(proc, argv, timeout, max_bytes=None):
+    """(rc, stdout_text, stderr_text); GatherError for a hang or output too large or not UTF-8."""
     try:
         out, err = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.communicate()
+        kill(proc)
         raise GatherError("'%s' did not finish within %d s (timeout option)" % (" ".join(argv), timeout))
     if max_bytes is not None and len(out) > max_bytes:
         raise GatherError("'%s' printed %d bytes, more than max_dump_bytes=%d" % (" ".join(argv), len(out), max_bytes))
@@ -279,8 +297,8 @@ def find_binary(name):
     return facts["resolved"]
 
 
-def containerd_version(binary, timeout):
-    rc, out, err = run([binary, "--version"], timeout)
+def containerd_version(binary, proc, timeout):
+    rc, out, err = finish(proc, [binary, "--version"], timeout)
     match = _VERSION_RE.search(" " + out)
     if rc != 0 or not match:
         raise GatherError("'%s --version' failed (rc=%d): %s" % (binary, rc, (err or out).strip()[-500:]))
@@ -344,18 +362,22 @@ def collect_cdi_specs(directories, max_bytes):
 def gather(params):
     timeout = params["timeout"]
     binary = find_binary(params["containerd_bin"])
-    result = {"containerd_bin": binary, "config_path": params["config_path"]}
-    version_output, version, major, minor = containerd_version(binary, timeout)
-    result.update(version_output=version_output, version=version, version_major=major, version_minor=minor)
-
     config_path = os.path.abspath(params["config_path"])
-    result["config_path"] = config_path
-    result["config_exists"] = os.path.isfile(config_path)
+    result = {"containerd_bin": binary, "config_path": config_path, "config_exists": os.path.isfile(config_path)}
     if result["config_exists"]:
         argv = [binary, "--config", config_path, "config", "dump"]
     else:
         argv = [binary, "config", "default"]
-    rc, dump, stderr = run(argv, timeout, params["max_dump_bytes"])
+    # Both commands run at once: each is a process start that waits on disk, not on the other.
+    version_proc = start([binary, "--version"])
+    dump_proc = start(argv)
+    try:
+        version_output, version, major, minor = containerd_version(binary, version_proc, timeout)
+    except GatherError:
+        kill(dump_proc)
+        raise
+    result.update(version_output=version_output, version=version, version_major=major, version_minor=minor)
+    rc, dump, stderr = finish(dump_proc, argv, timeout, params["max_dump_bytes"])
     if rc != 0:
         raise GatherError("'%s' exited %d: %s" % (" ".join(argv), rc, stderr.strip()[-2000:] or "(no output)"))
     if not dump.strip():

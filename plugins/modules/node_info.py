@@ -43,14 +43,14 @@ options:
       - With O(src) only equality terms (C(k=v), C(k!=v), C(k), C(!k)) are supported.
     type: str
 extends_documentation_fragment:
+  - gpurt.runtime_gate.attributes
   - gpurt.runtime_gate.k8s_auth
   - gpurt.runtime_gate.k8s_auth.list_options
+  - gpurt.runtime_gate.k8s_auth.request_options
 attributes:
   check_mode:
-    description: Can run in check mode and return changed status prediction without modifying target.
     support: full
   diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
     support: none
 notes:
   - In a play over many nodes use C(run_once=true) and C(delegate_to=localhost), so the
@@ -166,70 +166,32 @@ invalid:
   elements: str
 """
 
-from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpurt.runtime_gate.plugins.module_utils import kube
+from ansible_collections.gpurt.runtime_gate.plugins.module_utils import list_module
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils import runtimeclasses
-
-KIND = "Node"
-
-
-def argument_spec():
-    spec = dict(kube.AUTH_ARG_SPEC)
-    spec.update(kube.LIST_ARG_SPEC)
-    spec.update(
-        src=dict(type="path"),
-        names=dict(type="list", elements="str"),
-        label_selector=dict(type="str"),
-        on_invalid=dict(type="str", choices=["fail", "warn"], default="fail"),
-    )
-    return spec
-
-
-def collect(module, result):
-    """(obj, source) pairs from src or the cluster, label selector applied."""
-    params = module.params
-    selector = params["label_selector"]
-    if params["src"]:
-        result["source"] = params["src"]
-        pairs = runtimeclasses.load_manifests(params["src"], KIND)
-        return [(obj, source) for obj, source in pairs
-                if runtimeclasses.labels_match(((obj.get("metadata") or {}).get("labels") if isinstance(obj, dict)
-                                                else None), selector)]
-    result["source"] = "cluster"
-    if not kube.HAS_KUBERNETES:
-        module.fail_json(msg=missing_required_lib("kubernetes") + " (or set src to read manifests)",
-                         **result)
-    names = params["names"] or []
-    # One name: let the apiserver pick the Node instead of sending every Node.
-    field_selector = "metadata.name=%s" % names[0] if len(names) == 1 else None
-    with kube.lister_from_params(params) as lister:
-        result["server"] = lister.server
-        try:
-            items = lister.list_all("nodes", label_selector=selector, field_selector=field_selector)
-        finally:
-            result.update(lister.counts())
-    return [(item, "cluster") for item in items]
 
 
 def main():
-    module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
-    result = dict(changed=False, source=None, api_requests=0, api_list_calls=0, invalid=[], names_not_found=[])
-    try:
-        pairs = collect(module, result)
-    except (kube.KubeError, ValueError) as exc:
-        module.fail_json(msg=str(exc), **result)
-    except Exception as exc:  # a failed result, never a traceback
-        module.fail_json(msg=kube.scrub("unexpected %s: %s" % (type(exc).__name__, exc),
-                                        kube.known_secrets(module.params)), **result)
-    items, problems = runtimeclasses.normalize_objects(pairs, KIND)
-    result["invalid"] = problems
-    if problems and module.params["on_invalid"] == "fail":
-        module.fail_json(msg="%d invalid %s object(s) from %s: %s" % (len(problems), KIND, result["source"],
-                                                                      "; ".join(problems)), **result)
-    for problem in problems:
-        module.warn("left out: %s" % problem)
-    wanted = module.params["names"]
+    module = AnsibleModule(
+        argument_spec=list_module.argument_spec(
+            names=dict(type="list", elements="str"),
+            label_selector=dict(type="str"),
+        ),
+        supports_check_mode=True,
+    )
+    result = list_module.new_result(names_not_found=[])
+    selector = module.params["label_selector"]
+    wanted = module.params["names"] or []
+
+    def labelled(obj):
+        labels = (obj.get("metadata") or {}).get("labels") if isinstance(obj, dict) else None
+        return runtimeclasses.labels_match(labels, selector)
+
+    # One name: let the apiserver pick the Node instead of sending every Node.
+    field_selector = "metadata.name=%s" % wanted[0] if len(wanted) == 1 else None
+    items = list_module.list_normalized(module, result, "Node", "nodes", keep=labelled,
+                                        label_selector=selector, field_selector=field_selector)
     if wanted:
         found = set(item["name"] for item in items)
         items = [item for item in items if item["name"] in set(wanted)]

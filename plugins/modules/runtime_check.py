@@ -96,15 +96,15 @@ options:
       - The directory a bootstrap's files were laid out in (see playbooks/validate_bootstrap.yml);
         paths below it are reported as the node paths they stand for.
     type: path
+extends_documentation_fragment:
+  - gpurt.runtime_gate.attributes
+  - gpurt.runtime_gate.attributes.action
 attributes:
   check_mode:
-    description: Can run in check mode and return changed status prediction without modifying target.
     support: full
   diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
     support: none
   action:
-    description: Indicates this has a corresponding action plugin so some parts of the options can be executed on the controller.
     support: full
 seealso:
   - module: gpurt.runtime_gate.containerd_config_info

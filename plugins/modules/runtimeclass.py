@@ -85,26 +85,15 @@ options:
         answered C(Conflict), a delete answered C(NotFound)) reads the object again instead of failing.
     type: int
     default: 3
-  retry_delay:
-    description:
-      - Seconds before the first retry; each next retry waits twice as long. A 429's
-        C(Retry-After) (at most 10 s) is honoured when longer.
-    type: float
-    default: 0.5
-  request_timeout:
-    description:
-      - Seconds one request may take before it counts as timed out.
-    type: float
-    default: 30
 extends_documentation_fragment:
+  - gpurt.runtime_gate.attributes
   - gpurt.runtime_gate.k8s_auth
+  - gpurt.runtime_gate.k8s_auth.request_options
 attributes:
   check_mode:
-    description: Can run in check mode and return changed status prediction without modifying target.
     support: full
     details: Reads the live RuntimeClass and reports what would change; sends no write.
   diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
     support: full
     details: C(before) and C(after) hold the handler, overhead, scheduling and labels.
 notes:
@@ -495,8 +484,8 @@ class RuntimeClassClient(object):
                     raise self._tls_error(operation, exc)
                 if status not in kube.RETRIED_STATUSES and status < 500:
                     return self._refused(operation, exc, attempt, missing_ok)
-                reason = self._status_text(exc)
-                retry_after = self._retry_after(exc)
+                reason = kube.status_text(exc, self.server)
+                retry_after = kube.retry_after_seconds(exc)
             except kube.urllib3.exceptions.NewConnectionError as exc:
                 reason = "cannot connect to %s (%s)" % (self.server, kube._connection_reason(exc))
             except kube.urllib3.exceptions.ConnectTimeoutError:
@@ -536,22 +525,6 @@ class RuntimeClassClient(object):
         if not isinstance(obj, dict):
             raise self._error("%s answered %s with JSON that is not an object" % (self.server, self._doing(operation)))
         return obj
-
-    def _status_text(self, exc):
-        reason = _HTTP_REASONS.get(exc.status) or exc.reason or ""
-        text = "%d %s from %s" % (exc.status, reason, self.server)
-        detail = kube._status_body_message(exc.body)
-        if detail and detail.lower() != reason.lower():
-            text += " (%s)" % detail
-        return text
-
-    @staticmethod
-    def _retry_after(exc):
-        try:
-            value = float((exc.headers or {}).get("Retry-After"))
-        except (TypeError, ValueError):
-            return None
-        return min(max(value, 0.0), kube.MAX_RETRY_AFTER_SECONDS)
 
     def _refused(self, operation, exc, attempt, missing_ok):
         """The answer to a 4xx that is not retried: None for a missing object when that is

@@ -32,14 +32,14 @@ options:
       - When set, no cluster is contacted and the connection options are ignored.
     type: path
 extends_documentation_fragment:
+  - gpurt.runtime_gate.attributes
   - gpurt.runtime_gate.k8s_auth
   - gpurt.runtime_gate.k8s_auth.list_options
+  - gpurt.runtime_gate.k8s_auth.request_options
 attributes:
   check_mode:
-    description: Can run in check mode and return changed status prediction without modifying target.
     support: full
   diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
     support: none
 notes:
   - In a play over many nodes use C(run_once=true) and C(delegate_to=localhost), so the
@@ -151,60 +151,15 @@ invalid:
   elements: str
 """
 
-from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpurt.runtime_gate.plugins.module_utils import kube
-from ansible_collections.gpurt.runtime_gate.plugins.module_utils import runtimeclasses
-
-KIND = "RuntimeClass"
-
-
-def argument_spec():
-    spec = dict(kube.AUTH_ARG_SPEC)
-    spec.update(kube.LIST_ARG_SPEC)
-    spec.update(
-        src=dict(type="path"),
-        on_invalid=dict(type="str", choices=["fail", "warn"], default="fail"),
-    )
-    return spec
-
-
-def collect(module, result):
-    """(obj, source) pairs from src or the cluster; fills the source and count keys."""
-    params = module.params
-    if params["src"]:
-        result["source"] = params["src"]
-        return runtimeclasses.load_manifests(params["src"], KIND)
-    result["source"] = "cluster"
-    if not kube.HAS_KUBERNETES:
-        module.fail_json(msg=missing_required_lib("kubernetes") + " (or set src to read manifests)",
-                         **result)
-    with kube.lister_from_params(params) as lister:
-        result["server"] = lister.server
-        try:
-            items = lister.list_all("runtimeclasses")
-        finally:
-            result.update(lister.counts())
-    return [(item, "cluster") for item in items]
+from ansible_collections.gpurt.runtime_gate.plugins.module_utils import list_module
 
 
 def main():
-    module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
-    result = dict(changed=False, source=None, api_requests=0, api_list_calls=0, invalid=[])
-    try:
-        pairs = collect(module, result)
-    except (kube.KubeError, ValueError) as exc:
-        module.fail_json(msg=str(exc), **result)
-    except Exception as exc:  # a failed result, never a traceback
-        module.fail_json(msg=kube.scrub("unexpected %s: %s" % (type(exc).__name__, exc),
-                                        kube.known_secrets(module.params)), **result)
-    items, problems = runtimeclasses.normalize_objects(pairs, KIND)
-    result["invalid"] = problems
-    if problems and module.params["on_invalid"] == "fail":
-        module.fail_json(msg="%d invalid %s object(s) from %s: %s" % (len(problems), KIND, result["source"],
-                                                                      "; ".join(problems)), **result)
-    for problem in problems:
-        module.warn("left out: %s" % problem)
+    module = AnsibleModule(argument_spec=list_module.argument_spec(), supports_check_mode=True)
+    result = list_module.new_result()
+    items = list_module.list_normalized(module, result, "RuntimeClass", "runtimeclasses")
     module.exit_json(runtimeclasses=items, **result)
 
 

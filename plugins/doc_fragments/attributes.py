@@ -1,0 +1,25 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpurt.runtime_gate developers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+
+class ModuleDocFragment(object):
+    # Descriptions of the attributes; each module states its own support level.
+    DOCUMENTATION = r"""
+attributes:
+  check_mode:
+    description: Can run in check mode and return changed status prediction without modifying target.
+  diff_mode:
+    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
+"""
+
+    # For modules that run as action plugins on the controller.
+    ACTION = r"""
+attributes:
+  action:
+    description: Indicates this has a corresponding action plugin so some parts of the options can be executed on the controller.
+"""
