@@ -248,6 +248,20 @@ def _connection_reason(exc):
     return detail
 
 
+def raw_call(api_client, method, request_timeout, *args, **kwargs):
+    """The raw body of one client API call, unparsed: objects with missing fields must not
+    crash the client's model deserialization."""
+    with warnings.catch_warnings():
+        if not api_client.configuration.verify_ssl:
+            # validate_certs=false was asked for; one warning per request is noise.
+            warnings.simplefilter("ignore", urllib3.exceptions.InsecureRequestWarning)
+        response = method(*args, _preload_content=False, _request_timeout=request_timeout, **kwargs)
+    try:
+        return response.data
+    finally:
+        response.release_conn()
+
+
 def status_text(exc, server):
     """'403 Forbidden from URL (the Status message)' for an ApiException, without its headers."""
     reason = _HTTP_REASONS.get(exc.status) or exc.reason or ""
@@ -380,15 +394,7 @@ class KubeLister(object):
             self.sleep(delay)
 
     def _call(self, list_page, kwargs):
-        with warnings.catch_warnings():
-            if not self.api_client.configuration.verify_ssl:
-                # validate_certs=false was asked for; one warning per page is noise.
-                warnings.simplefilter("ignore", urllib3.exceptions.InsecureRequestWarning)
-            response = list_page(_preload_content=False, _request_timeout=self.request_timeout, **kwargs)
-        try:
-            return response.data
-        finally:
-            response.release_conn()
+        return raw_call(self.api_client, list_page, self.request_timeout, **kwargs)
 
     def _decode(self, resource, body):
         try:

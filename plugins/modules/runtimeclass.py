@@ -180,7 +180,6 @@ import copy
 import json
 import re
 import time
-import warnings
 
 from http.client import responses as _HTTP_REASONS
 
@@ -508,14 +507,7 @@ class RuntimeClassClient(object):
             self.sleep(delay)
 
     def _call(self, method, args, kwargs):
-        with warnings.catch_warnings():
-            if not self.api_client.configuration.verify_ssl:
-                warnings.simplefilter("ignore", kube.urllib3.exceptions.InsecureRequestWarning)
-            response = method(*args, _preload_content=False, _request_timeout=self.request_timeout, **kwargs)
-        try:
-            return response.data
-        finally:
-            response.release_conn()
+        return kube.raw_call(self.api_client, method, self.request_timeout, *args, **kwargs)
 
     def _decode(self, operation, body):
         try:
