@@ -240,7 +240,7 @@ def run_playbook(ansible_playbook, playbook, inventory, env, check):
     argv = [ansible_playbook, "-i", inventory, playbook] + (["--check"] if check else [])
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    proc = subprocess.run(argv, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    proc = subprocess.run(argv, cwd=REPO, env=env, check=False, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                           universal_newlines=True, timeout=3600)
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -308,7 +308,7 @@ def profile_junit(junit_dir):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
     parser.add_argument("--sizes", default="10,50,200", help="comma-separated node counts")
     parser.add_argument("--forks", type=int, default=None, help="forks for both playbooks (default: ansible.cfg's)")
     parser.add_argument("--repeat", type=int, default=1, help="runs per playbook and size; >1 prints the median")
@@ -364,15 +364,15 @@ def main(argv=None):
 
         if not args.no_warmup:
             print("warm-up: one unmeasured run of each playbook on 2 nodes", flush=True)
-            _, _, verdicts, _ = measure(2, measured=False)
+            _unused, _unused, verdicts, _unused = measure(2, measured=False)
             for kind, ok, why, run in verdicts:
                 if not ok:
                     print("WARM-UP %s FAILED: %s\n%r" % (kind, why, run), flush=True)
         for n in sizes:
-            samples, api, verdicts, _ = measure(n)
+            samples, api, verdicts, _unused = measure(n)
             med = dict((k, statistics.median(v)) for k, v in samples.items())
             api_ok = all(a[res] == (1, 1) for a in api for res in RESOURCES)
-            verdict_ok = all(ok for _, ok, _, _ in verdicts)
+            verdict_ok = all(ok for _unused, ok, _unused, _unused in verdicts)
             all_ok = all_ok and api_ok and verdict_ok
             rows.append(dict(n=n, api=api[-1], api_ok=api_ok, verdict_ok=verdict_ok, verdicts=verdicts, **med))
             print("  N=%d done: bare %.1f s, audit %.1f s" % (n, med["bare"], med["audit"]), flush=True)
@@ -423,7 +423,7 @@ def main(argv=None):
                 penv = ansible_env(workdir, args.forks, dict(
                     ANSIBLE_CALLBACKS_ENABLED="gpurt.runtime_gate.summary,ansible.builtin.junit",
                     JUNIT_OUTPUT_DIR=junit_dir, JUNIT_HIDE_TASK_ARGUMENTS="true"))
-                _, wall, _ = run_playbook(args.ansible_playbook, playbook, inventory, penv, check)
+                _unused, wall, _unused = run_playbook(args.ansible_playbook, playbook, inventory, penv, check)
                 print("\nprofile %s N=%d (junit callback on, wall %.2f s): span = task start to last host result"
                       % (kind, n, wall))
                 total = 0.0

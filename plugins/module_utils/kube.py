@@ -244,7 +244,7 @@ def _status_body_message(body):
 
 def _connection_reason(exc):
     cause = exc.__cause__ or exc.__context__
-    detail = getattr(cause, "strerror", None) or str(cause or exc).split(": ")[-1]
+    detail = getattr(cause, "strerror", None) or str(cause or exc).rsplit(": ", maxsplit=1)[-1]
     return detail
 
 

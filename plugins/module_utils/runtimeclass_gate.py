@@ -108,7 +108,7 @@ def gate(desired, nodes):
         }
         for node_name in sorted(nodes):
             node = nodes[node_name]
-            applies, _ = selector_matches(selector, node.get("labels"))
+            applies, _unused = selector_matches(selector, node.get("labels"))
             if not applies:
                 continue
             result["selected"].append(node_name)

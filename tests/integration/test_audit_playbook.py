@@ -307,7 +307,7 @@ def test_built_tarball_installs_and_runs_by_fqcn(tmp_path, containerd):
                            "-e", "ansible_python_interpreter=%s" % sys.executable,
                            "-m", "gpurt.runtime_gate.containerd_config_info",
                            "-a", "containerd_bin=%s config_path=%s" % (containerd["2.1"], config)],
-                          env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
+                          env=env, check=False, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "runc" in proc.stdout
 
@@ -318,7 +318,7 @@ def _python38():
     candidates += [p for p in [shutil.which("python3.8")] if p]
     for candidate in candidates:
         if subprocess.run([candidate, "-c", "import sys; assert sys.version_info[:2] == (3, 8)"],
-                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode == 0:
+                          check=False, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode == 0:
             return candidate
     return None
 
@@ -333,7 +333,7 @@ def test_gather_module_runs_on_a_python_38_target(fleet, tmp_path):
                            "-e", "ansible_python_interpreter=%s" % PY38,
                            "-m", "gpurt.runtime_gate.containerd_config_info",
                            "-a", "containerd_bin=%s config_path=%s" % (node.binary, node.config_path)],
-                          env=ansible_run.env(), cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          env=ansible_run.env(), cwd=REPO, check=False, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                           universal_newlines=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "nvidia" in proc.stdout and "Python 3.8" not in proc.stderr

@@ -59,7 +59,7 @@ def ansible_env(tmp_path):
 
 def run(env, program, *args):
     proc = subprocess.run([os.path.join(BIN, program)] + list(args), cwd=REPO, env=env,
-                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True, timeout=120)
+                          check=False, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True, timeout=120)
     return proc.returncode, proc.stdout
 
 
@@ -71,7 +71,7 @@ def adhoc(env, module, module_args, *extra, **kwargs):
                      "-m", "gpurt.runtime_gate." + module, "-a", module_args, *extra)
     match = re.search(r"^localhost \| [A-Z!]+ => ", output, re.MULTILINE)
     assert match, output
-    result, _ = json.JSONDecoder().raw_decode(output[match.end():].lstrip())
+    result, _unused = json.JSONDecoder().raw_decode(output[match.end():].lstrip())
     return rc, result, output
 
 
@@ -184,7 +184,7 @@ def test_missing_kubernetes_library_is_a_clear_failure(kubeconfig, ansible_env, 
     bare = tmp_path / "bare-venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(bare)], check=True)
     python = str(bare / "bin" / "python")
-    probe = subprocess.run([python, "-c", "import kubernetes"], stderr=subprocess.DEVNULL)
+    probe = subprocess.run([python, "-c", "import kubernetes"], check=False, stderr=subprocess.DEVNULL)
     assert probe.returncode != 0
     rc, result, output = adhoc(ansible_env, "runtimeclass_info", "kubeconfig=%s" % kubeconfig, interpreter=python)
     assert rc == 2, output

@@ -173,10 +173,10 @@ def test_migrated_v2_file_keeps_its_settings_and_other_imports(runs, fleet):
 
 
 def test_systemd_cgroup_follows_the_kubelet(runs, fleet):
-    summary, _ = loaded(fleet["nodes"]["default-1.7"])
+    summary, _unused = loaded(fleet["nodes"]["default-1.7"])
     assert summary["runtimes"]["runc"]["systemd_cgroup"] is True
     assert summary["runtimes"]["nvidia"]["systemd_cgroup"] is True
-    summary, _ = loaded(fleet["nodes"]["empty-2.1"])  # no kubelet config: left alone
+    summary, _unused = loaded(fleet["nodes"]["empty-2.1"])  # no kubelet config: left alone
     assert summary["runtimes"]["nvidia"]["systemd_cgroup"] is None
 
 
@@ -239,7 +239,7 @@ def test_non_runc_default_needs_explicit_consent_and_prints_blast_radius(tmp_pat
     assert result.rc == 0, result
     words = " ".join(result.out.split())  # the YAML callback folds long lines
     assert "every pod on n-21, GPU or not, now runs through nvidia" in words
-    summary, _ = loaded(node)
+    summary, _unused = loaded(node)
     assert summary["default_runtime_name"] == "nvidia"
 
 
@@ -250,7 +250,7 @@ def test_dropping_a_runtime_removes_its_drop_in(tmp_path, containerd):
     result = ansible_run.playbook(role_playbook(tmp_path), inventory, {"containerd_runtime_enable_nvidia_cdi": False})
     assert result.rc == 0, result
     assert not os.path.exists(node.path("etc/containerd/conf.d/99-nvidia-cdi.toml"))
-    summary, _ = loaded(node)
+    summary, _unused = loaded(node)
     assert summary["runtime_names"] == ["nvidia", "runc"]
     assert restarts(node) == 2
 

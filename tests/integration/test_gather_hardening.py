@@ -2,9 +2,7 @@
 Garbage, truncated or non-UTF-8 output cannot come from a real containerd, so small scripts
 stand in for a broken binary there; the 20 MB dump is a real containerd's."""
 import json
-import os
 import subprocess
-import sys
 import time
 
 import pytest

@@ -308,7 +308,7 @@ BAD_OPTIONS = [
 
 
 def test_bad_options_fail_before_any_request(fake, module):
-    results, run = module.steps([args for args, _ in BAD_OPTIONS])
+    results, run = module.steps([args for args, _unused in BAD_OPTIONS])
     for result, (args, message) in zip(results, BAD_OPTIONS):
         assert result["failed"] is True and message in result["msg"], (args, result)
     assert fake.requests == []

@@ -1,6 +1,5 @@
 """playbooks/validate_bootstrap.yml: render a node bootstrap offline, load it with a real
 containerd of the node's major version, cross-check against RuntimeClasses."""
-import json
 import os
 
 import pytest

@@ -63,7 +63,7 @@ def playbook(playbook_path, inventory, extra_vars=None, check=False, diff=False,
     if extra_vars:
         argv += ["-e", json.dumps(extra_vars)]
     argv += list(args)
-    proc = subprocess.run(argv, cwd=REPO, env=env(extra_env), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    proc = subprocess.run(argv, cwd=REPO, env=env(extra_env), check=False, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                           universal_newlines=True, timeout=timeout)
     return Run(proc)
 

@@ -26,5 +26,5 @@ def ensure_binaries():
 def dump(binary, config_path, cwd="/"):
     """(returncode, stdout, stderr) of `containerd --config FILE config dump`."""
     proc = subprocess.run([binary, "--config", config_path, "config", "dump"], cwd=cwd,
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, timeout=60)
+                          check=False, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, timeout=60)
     return proc.returncode, proc.stdout, proc.stderr

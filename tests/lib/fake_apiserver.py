@@ -59,7 +59,7 @@ LIST_PATHS = {
     "/api/v1/nodes": ("nodes", "Node", "v1"),
 }
 KIND_OF = dict((resource, (kind, api_version)) for resource, kind, api_version in LIST_PATHS.values())
-OBJECT_PREFIXES = dict((path + "/", resource) for path, (resource, _, _) in LIST_PATHS.items())
+OBJECT_PREFIXES = dict((path + "/", resource) for path, (resource, _unused, _unused) in LIST_PATHS.items())
 WRITABLE = ("runtimeclasses",)
 API_GROUP_OF = {"runtimeclasses": "node.k8s.io", "nodes": ""}
 REASONS = {
@@ -413,7 +413,7 @@ class FakeApiServer(object):
             field_terms = _selector_terms(query.get("fieldSelector", ""))
         except ValueError as exc:
             return 400, status_body(400, str(exc))
-        for key, _, _ in field_terms:
+        for key, _unused, _unused in field_terms:
             if key != "metadata.name":
                 return 400, status_body(400, 'field label not supported: %s' % key)
         try:

@@ -608,7 +608,7 @@ class TestCheckNode(object):
         more = everything + checks.check_drift({"g": ["a", "b"]}, {"a": ["x"], "b": ["y"]})
         expected = checks.sort_findings(more)
         rng = random.Random(7)
-        for _ in range(20):
+        for _unused in range(20):
             shuffled = list(more)
             rng.shuffle(shuffled)
             assert checks.sort_findings(shuffled) == expected

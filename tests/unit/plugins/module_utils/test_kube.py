@@ -129,7 +129,8 @@ def test_retry_resends_the_same_page_mid_list(fake):
         assert len(client.list_all("runtimeclasses")) == 7
         assert client.counts()["api_requests"] == 4
     queries = [r["query"].get("continue") for r in fake.list_requests("runtimeclasses")]
-    assert queries[1] == queries[2] is not None
+    assert queries[1] is not None
+    assert queries[1] == queries[2]
 
 
 def test_429_is_retried(fake):
@@ -306,7 +307,7 @@ def test_kubeconfig_discovery_order(fake, tmp_path):
     k8s_path = write_kubeconfig(str(tmp_path / "k8s"), fake.url, token="k8s-auth-token")
 
     def token_used(environ):
-        configuration, _ = kube.build_configuration({}, environ)
+        configuration, _unused = kube.build_configuration({}, environ)
         return configuration.get_api_key_with_prefix("BearerToken")
 
     environ = {"HOME": str(home)}

@@ -86,4 +86,4 @@ def test_binary_and_decimal_suffixes_differ():
 def test_arithmetic_is_exact():
     # 0.1 + 0.2 style errors would make 900m + 100m != 1
     assert quantity.parse("900m") + quantity.parse("100m") == quantity.parse("1")
-    assert sum(quantity.parse("100m") for _ in range(10)) == 1
+    assert sum(quantity.parse("100m") for _unused in range(10)) == 1

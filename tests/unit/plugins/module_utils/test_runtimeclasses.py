@@ -184,7 +184,7 @@ def write(path, text):
 
 
 def names(pairs):
-    return [obj["metadata"]["name"] for obj, _ in pairs]
+    return [obj["metadata"]["name"] for obj, _unused in pairs]
 
 
 def test_single_yaml_file(tmp_path):
@@ -206,7 +206,7 @@ def test_multi_document_yaml_skips_other_kinds_and_numbers_documents(tmp_path):
     ]))
     pairs = rc.load_manifests(path, "RuntimeClass")
     assert names(pairs) == ["nvidia", "kata"]
-    assert [source for _, source in pairs] == ["%s, document 1" % path, "%s, document 4" % path]
+    assert [source for _unused, source in pairs] == ["%s, document 1" % path, "%s, document 4" % path]
 
 
 def test_list_and_kind_list_items(tmp_path):
