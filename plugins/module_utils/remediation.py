@@ -55,15 +55,16 @@ def _parse(text, source):
         raise PlanError(str(exc))
 
 
-def choose_base(existing_text, default_text, migrated_text, containerd_major, version):
-    """(doc, base, warnings): what the main config is edited from, and why."""
+def choose_base(existing_text, defaults, migrated_text, containerd_major, version):
+    """(doc, base, warnings): what the main config is edited from, and why. defaults is the
+    parsed `containerd config default`; a copy of it is returned, since the plan edits it."""
     if existing_text is None:
-        return _parse(default_text, "containerd config default"), "default", []
+        return copy.deepcopy(defaults), "default", []
     try:
         existing = toml_document.loads(existing_text, "the existing config")
         existing_version = cc.config_version(existing)
     except (toml_document.TomlError, cc.ConfigShapeError) as exc:
-        return (_parse(default_text, "containerd config default"), "default",
+        return (copy.deepcopy(defaults), "default",
                 ["the existing config is unusable (%s); started from containerd config default" % exc])
     if existing_version == version:
         return existing, "existing", []
@@ -78,7 +79,7 @@ def choose_base(existing_text, default_text, migrated_text, containerd_major, ve
         return (migrated, "migrated",
                 ["migrated the version %d config to version %d with containerd config migrate"
                  % (existing_version, version)])
-    return (_parse(default_text, "containerd config default"), "default",
+    return (copy.deepcopy(defaults), "default",
             ["the existing config is version %d, which containerd %d.x does not read as written; started "
              "from containerd config default (the old file is kept as a backup)" % (existing_version, containerd_major)])
 
@@ -180,11 +181,11 @@ def plan(existing_text, default_text, containerd_major, runtimes, dropin_dir, mi
                         % (", ".join(cdi), containerd_minor))
     if default_runtime_name not in ["runc"] + names:
         raise PlanError("default_runtime_name %r is neither runc nor a runtime being registered" % default_runtime_name)
-    doc, base, warnings = choose_base(existing_text, default_text, migrated_text, containerd_major, version)
+    defaults = _parse(default_text, "containerd config default")
+    doc, base, warnings = choose_base(existing_text, defaults, migrated_text, containerd_major, version)
     doc["version"] = version
     warnings += drop_ignored_sections(doc, containerd_major, version, keep=plugin)
 
-    defaults = _parse(default_text, "containerd config default")
     default_runc = (((defaults.get("plugins") or {}).get(cri_plugin_for(version)) or {})
                     .get("containerd", {}).get("runtimes", {}).get("runc"))
     cri = _section(doc, "plugins", plugin)
