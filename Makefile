@@ -9,9 +9,9 @@ GPURT_CACHE ?= $(HOME)/.cache/gpurt-runtime-gate
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: setup demo test unit integration sanity lint bench build clean
+.PHONY: setup shared-binaries demo test unit integration sanity lint bench build clean
 
-setup: $(VENV)/.installed .cache/containerd/2.1/containerd .collections/ansible_collections/gpurt/runtime_gate
+setup: $(VENV)/.installed .cache/containerd/2.1/containerd shared-binaries .collections/ansible_collections/gpurt/runtime_gate
 
 $(VENV)/.installed: requirements.txt requirements-test.txt
 	@test -n "$(PYTHON)" || { echo "need Python 3.11+ on the controller" >&2; exit 1; }
@@ -24,6 +24,12 @@ $(VENV)/.installed: requirements.txt requirements-test.txt
 	tools/fetch-containerd $(GPURT_CACHE)/containerd
 	mkdir -p .cache
 	ln -sfn $(GPURT_CACHE)/containerd .cache/containerd
+
+# containerd 2.3.4 and crictl from ../shared when it is there (tests that need them skip otherwise).
+shared-binaries:
+	tools/fetch-shared $(GPURT_CACHE)
+	mkdir -p .cache
+	ln -sfn $(GPURT_CACHE)/crictl .cache/crictl
 
 .collections/ansible_collections/gpurt/runtime_gate:
 	mkdir -p .collections/ansible_collections/gpurt

@@ -32,3 +32,23 @@ def make_node(tmp_path, containerd):
     def factory(name, version="2.1"):
         return Node(tmp_path / "nodes", name, version)
     return factory
+
+
+@pytest.fixture(scope="session")
+def containerd_23():
+    """The real containerd 2.3.4 (config version 4) from ../shared; skips, saying why, without it."""
+    from tests.lib import containerd_bins
+    path = containerd_bins.shared_binary("2.3")
+    if path is None:
+        pytest.skip(containerd_bins.SKIP_SHARED)
+    return path
+
+
+@pytest.fixture(scope="session")
+def crictl():
+    """The real crictl 1.36.0 from ../shared; skips, saying why, without it."""
+    from tests.lib import containerd_bins
+    path = containerd_bins.crictl_binary()
+    if path is None:
+        pytest.skip(containerd_bins.SKIP_CRICTL)
+    return path

@@ -13,9 +13,9 @@ import os
 from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.gpurt.runtime_gate.plugins.module_utils import audit
-from ansible_collections.gpurt.runtime_gate.plugins.module_utils import findings as checks
-from ansible_collections.gpurt.runtime_gate.plugins.module_utils import report
+from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import audit
+from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import findings as checks
+from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import report
 
 ARGUMENT_SPEC = dict(
     mode=dict(type="str", default="hosts", choices=["hosts", "cluster"]),

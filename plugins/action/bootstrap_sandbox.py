@@ -12,8 +12,8 @@ import os
 from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.gpurt.runtime_gate.plugins.module_utils import bootstrap
-from ansible_collections.gpurt.runtime_gate.plugins.module_utils import userdata as userdata_utils
+from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import bootstrap
+from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import userdata as userdata_utils
 
 ARGUMENT_SPEC = dict(
     root=dict(type="path", required=True),

@@ -9,7 +9,7 @@ __metaclass__ = type
 
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.gpurt.runtime_gate.plugins.module_utils import loaded_config
+from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import loaded_config
 
 
 class ActionModule(ActionBase):

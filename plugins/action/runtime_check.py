@@ -10,8 +10,8 @@ __metaclass__ = type
 from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.gpurt.runtime_gate.plugins.module_utils import audit
-from ansible_collections.gpurt.runtime_gate.plugins.module_utils import findings as checks
+from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import audit
+from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import findings as checks
 
 ARGUMENT_SPEC = dict(
     gathered=dict(type="dict"),

@@ -9,8 +9,8 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpurt.runtime_gate.plugins.module_utils import loaded_config
-from ansible_collections.gpurt.runtime_gate.plugins.module_utils import remediation
+from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import loaded_config
+from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import remediation
 
 
 def containerd_runtime_plan(existing_text, default_text, containerd_major, runtimes, dropin_dir, **options):

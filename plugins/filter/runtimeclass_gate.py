@@ -52,7 +52,7 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpurt.runtime_gate.plugins.module_utils import runtimeclass_gate as _gate
+from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import runtimeclass_gate as _gate
 
 
 def runtimeclass_gate(desired, nodes):

@@ -49,7 +49,7 @@ def node_vars(node, cdi=True, **extra):
 
 
 def loaded(node):
-    from ansible_collections.gpurt.runtime_gate.plugins.module_utils import loaded_config
+    from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import loaded_config
     rc, out, err = dump(node.binary, node.config_path)
     assert rc == 0, err
     return loaded_config.summarize_dump(out), err

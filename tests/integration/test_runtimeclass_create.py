@@ -17,7 +17,7 @@ from tests.lib import ansible_run
 from tests.lib.fake_apiserver import FakeApiServer, status_body, write_kubeconfig
 from tests.lib.nodes import Node
 
-from ansible_collections.gpurt.runtime_gate.plugins.module_utils import loaded_config
+from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import loaded_config
 
 pytestmark = pytest.mark.integration
 

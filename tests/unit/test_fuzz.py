@@ -7,9 +7,9 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils import containerd_config as cc
-from ansible_collections.gpurt.runtime_gate.plugins.module_utils import findings as checks
-from ansible_collections.gpurt.runtime_gate.plugins.module_utils import loaded_config
-from ansible_collections.gpurt.runtime_gate.plugins.module_utils import toml_document
+from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import findings as checks
+from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import loaded_config
+from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import toml_document
 
 DUMPS = os.path.join(os.path.dirname(__file__), "fixtures", "dumps")
 DUMP_NAMES = sorted(n for n in os.listdir(DUMPS) if n.endswith(".toml"))

@@ -3,8 +3,8 @@ import os
 import pytest
 
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils import containerd_config as cc
-from ansible_collections.gpurt.runtime_gate.plugins.module_utils import loaded_config
-from ansible_collections.gpurt.runtime_gate.plugins.module_utils import toml_document
+from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import loaded_config
+from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import toml_document
 
 DUMPS = os.path.join(os.path.dirname(__file__), "..", "..", "fixtures", "dumps")
 

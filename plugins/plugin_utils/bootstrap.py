@@ -10,7 +10,7 @@ __metaclass__ = type
 
 import os
 
-from ansible_collections.gpurt.runtime_gate.plugins.module_utils import toml_document
+from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import toml_document
 
 
 class SandboxError(ValueError):

@@ -3,8 +3,8 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from ansible_collections.gpurt.runtime_gate.plugins.module_utils import findings as checks
-from ansible_collections.gpurt.runtime_gate.plugins.module_utils import report
+from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import findings as checks
+from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import report
 
 
 def f(node, check, severity, subject="s", message=None):

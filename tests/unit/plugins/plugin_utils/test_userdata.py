@@ -4,9 +4,9 @@ import os
 
 import pytest
 
-from ansible_collections.gpurt.runtime_gate.plugins.module_utils import bootstrap
-from ansible_collections.gpurt.runtime_gate.plugins.module_utils import toml_document
-from ansible_collections.gpurt.runtime_gate.plugins.module_utils import userdata
+from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import bootstrap
+from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import toml_document
+from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import userdata
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "..", "..", "..", "integration", "fixtures", "bootstrap")
 

@@ -15,7 +15,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.gpurt.runtime_gate.plugins.module_utils.findings import selector_matches
+from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils.findings import selector_matches
 
 
 class GateError(ValueError):

@@ -22,7 +22,7 @@ import os
 import re
 
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils import containerd_config as cc
-from ansible_collections.gpurt.runtime_gate.plugins.module_utils import toml_document
+from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import toml_document
 
 MANAGED_MARKER = "# Managed by gpurt.runtime_gate.containerd_runtime"
 _RUNTIME_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")

@@ -8,7 +8,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils import containerd_config
-from ansible_collections.gpurt.runtime_gate.plugins.module_utils import toml_document
+from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import toml_document
 
 
 class DumpError(ValueError):

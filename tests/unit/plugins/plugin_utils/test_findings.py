@@ -3,8 +3,8 @@ import random
 import pytest
 
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils import containerd_config as cc
-from ansible_collections.gpurt.runtime_gate.plugins.module_utils import findings as checks
-from ansible_collections.gpurt.runtime_gate.plugins.module_utils import loaded_config
+from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import findings as checks
+from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import loaded_config
 
 V1, V2, V3 = cc.CRI_PLUGIN_V1, cc.CRI_PLUGIN_V2, cc.CRI_PLUGIN_V3
 

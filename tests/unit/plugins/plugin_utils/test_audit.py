@@ -2,8 +2,8 @@ import os
 
 import pytest
 
-from ansible_collections.gpurt.runtime_gate.plugins.module_utils import audit
-from ansible_collections.gpurt.runtime_gate.plugins.module_utils import loaded_config
+from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import audit
+from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import loaded_config
 
 DUMPS = os.path.join(os.path.dirname(__file__), "..", "..", "fixtures", "dumps")
 

@@ -8,9 +8,9 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.gpurt.runtime_gate.plugins.module_utils import findings as checks
-from ansible_collections.gpurt.runtime_gate.plugins.module_utils import loaded_config
-from ansible_collections.gpurt.runtime_gate.plugins.module_utils import report
+from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import findings as checks
+from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import loaded_config
+from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import report
 
 # Checks that need more than the loaded config; they run only when the node reported the data.
 _NEEDS = {

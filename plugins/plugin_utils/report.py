@@ -13,7 +13,7 @@ __metaclass__ = type
 import json
 from xml.sax.saxutils import escape, quoteattr
 
-from ansible_collections.gpurt.runtime_gate.plugins.module_utils import findings as checks
+from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import findings as checks
 
 OK = "OK"
 FINDINGS = "FINDINGS"
