@@ -454,7 +454,7 @@ def test_gate_judges_each_runtimeclass_on_the_nodes_it_can_select(tmp_path, fake
                {"name": "nvidia-cdi", "handler": "nvidia-cdi", "node_selector": GPU}]
     run = remediate(tmp_path, fake, hosts, desired, containerd_runtime_enable_nvidia_cdi=True)
     assert run.rc == 2, run
-    assert "need CDI, which containerd 1.6 does not have" in run.text, run
+    assert "ask for containerd's enable_cdi, which containerd 1.6 does not have" in run.text, run
     assert "RuntimeClass nvidia (handler nvidia, nodeSelector none): not safe to create: of 3 selectable node(s), " \
            "not checked: cpu-1 (failed or unreachable during remediation)" in run.out, run
     assert writes(fake) == [("POST", 201)]
