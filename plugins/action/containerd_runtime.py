@@ -80,7 +80,8 @@ class ActionModule(ActionBase):
             the_plan = remediation.plan(gathered, opts)
         except remediation.Refusal as exc:
             return self._refused(result, host, exc.reasons, "plan", gathered)
-        result.update(containerd=the_plan["containerd"], notes=the_plan["notes"], warnings=self._blast(the_plan))
+        result.update(containerd=the_plan["containerd"], notes=the_plan["notes"],
+                      warnings=the_plan.get("warnings", []) + self._blast(the_plan))
         if the_plan["noop"]:
             return self._done(result, gathered, changed=False)
 

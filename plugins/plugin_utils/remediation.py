@@ -415,12 +415,15 @@ def plan(gathered, opts):
             raise Refusal("%s declares imports of its own; a staged load could not reproduce it, so the node is refused"
                           % path)
 
-    main_doc, main_text, main_version = _main(node, notes, opts)
+    # What the user should see at default verbosity: migrations, a created main config, what 1.x shadows.
+    warnings = result["warnings"] = []
+    main_doc, main_text, main_version = _main(node)
     if node.major < 2:
-        writes, removes = _plan_1x(node, opts, specs, main_version, change_default, wanted_default, need_cdi, own, notes)
+        writes, removes = _plan_1x(node, opts, specs, main_version, change_default, wanted_default, need_cdi, own,
+                                   warnings)
     else:
         writes, removes = _plan_2x(node, opts, specs, missing, main_version, change_default, wanted_default,
-                                   need_cdi, own, notes)
+                                   need_cdi, own, warnings)
     removes = sorted(set(removes) | set(removals))
     own_after = sorted((set(own) - set(removes)) | set(w["path"] for w in writes))
 
@@ -436,7 +439,7 @@ def plan(gathered, opts):
 
     if node.major < 2:
         _check_merged_last(node, resolved, own_after, removes)
-    new_main_text, new_main_doc = _main_text(node, main_doc, main_text, main_version, add_import, notes)
+    new_main_text, new_main_doc = _main_text(node, main_doc, main_text, main_version, add_import, warnings)
     if new_main_text is not None:
         reason = is_generated(node.config_path, main_text) if main_text is not None else None
         if reason and not opts.get("edit_generated"):
@@ -477,7 +480,7 @@ def containerd_text_imports(text):
     return cc.top_level_imports(text or "")
 
 
-def _main(node, notes, opts):
+def _main(node):
     """(parsed main or None, its text or None, the version the drop-ins take)."""
     main = node.files[0]
     default_version = cc.config_version(node.default_doc) if node.major >= 2 else 2
