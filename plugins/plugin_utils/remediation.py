@@ -617,7 +617,7 @@ def _plan_1x(node, opts, specs, version, change_default, wanted_default, need_cd
     origin = "the CRI section of %s" % owner if owner else "containerd's default CRI section"
     notes.append("containerd 1.x replaces the whole CRI section per file: %s carries %s plus the runtimes; later edits "
                  "of that CRI section elsewhere are shadowed by it" % (path, origin))
-    content = _header(["containerd 1.x takes a plugin's whole section from the last file that declares it", 
+    content = _header(["containerd 1.x takes a plugin's whole section from the last file that declares it",
                        "(containerd#5837): this file carries %s, plus the runtimes below." % origin]) + \
         toml_document.dumps({"version": 2, "plugins": {cc.CRI_PLUGIN_V2: section}})
     # Own files of an earlier layout (one per runtime, or another name) would replace this section again.
