@@ -246,7 +246,7 @@ def test_fake_apiserver_runs_as_a_process(tmp_path):
         line = proc.stdout.readline()
         port = int(port_file.read_text())
         assert line.strip() == "FAKE_APISERVER_URL=http://127.0.0.1:%d" % port
-        with kube.lister_from_params(dict(kubeconfig=str(kubeconfig)), environ={}) as client:
+        with kube.session_from_params(dict(kubeconfig=str(kubeconfig)), environ={}) as client:
             assert len(client.list_all("nodes")) == len(NODES)
     finally:
         proc.terminate()
