@@ -438,7 +438,7 @@ def test_fake_serves_apply_with_field_ownership(fake):
 
 # ----- the gated play of playbooks/remediate.yml --------------------------------------
 
-def gate_node(tmp_path, name, version, labels, **extra):
+def gate_node(tmp_path, name, version, labels=None, **extra):
     node = Node(tmp_path / "nodes", name, version)
     host = {
         "containerd_runtime_containerd_bin": node.binary,
@@ -448,13 +448,22 @@ def gate_node(tmp_path, name, version, labels, **extra):
         "containerd_runtime_runtimes": [{"name": "nvidia", "binary_name": node.runtime_binary()}],
         "containerd_runtime_nvidia_cdi": {"name": "nvidia-cdi", "cdi": True,
                                           "binary_name": node.runtime_binary("usr/bin/nvidia-container-runtime.cdi")},
-        "gpurt_node_labels": labels,
     }
+    if labels is not None:
+        host["gpurt_node_labels"] = labels
     host.update(extra)
     return node, host
 
 
-def remediate(tmp_path, fake, hosts, desired=None, check=False, **group_vars):
+def node_object(name, labels, handlers=None, taints=None):
+    """A Node as the apiserver serves it; handlers None: no status.runtimeHandlers."""
+    status = {"nodeInfo": {"containerRuntimeVersion": "containerd://2.1.9"}}
+    if handlers is not None:
+        status["runtimeHandlers"] = [{"name": ""}] + [{"name": handler} for handler in handlers]
+    return {"metadata": {"name": name, "labels": labels}, "spec": {"taints": taints or []}, "status": status}
+
+
+def remediate(tmp_path, fake, hosts, desired=None, check=False, diff=False, **group_vars):
     all_vars = {"gpurt_kubeconfig": write_kubeconfig(str(tmp_path / "kubeconfig"), fake.url, token=TOKEN),
                 "gpurt_manage_runtimeclasses": True}
     if desired is not None:
@@ -463,38 +472,106 @@ def remediate(tmp_path, fake, hosts, desired=None, check=False, **group_vars):
     inventory = ansible_run.write_inventory(str(tmp_path / "hosts.json"), hosts, group_vars=all_vars)
     # One batch that goes on past a failed node, so the gate play sees every host: serial and
     # max_fail_percentage are play keywords and must come as extra vars.
-    return ansible_run.playbook(REMEDIATE, inventory, check=check, timeout=300,
+    return ansible_run.playbook(REMEDIATE, inventory, check=check, diff=diff, timeout=300,
                                 extra_vars={"gpurt_serial": "100%", "gpurt_max_fail_percentage": 100},
                                 # JSON results: messages unwrapped, so they can be matched whole.
                                 extra_env={"HOME": str(tmp_path), "ANSIBLE_CALLBACK_RESULT_FORMAT": "json"})
 
 
 GPU_ONLY = [{"name": "nvidia", "handler": "nvidia", "node_selector": GPU, "overhead": {"cpu": "250m", "memory": "120Mi"}}]
+HEAD = "RuntimeClass nvidia (handler nvidia, nodeSelector nvidia.com/gpu.present=true)"
 
 
-def test_gate_creates_the_runtimeclass_when_every_selected_node_has_the_handler(tmp_path, fake):
-    nodes = dict([gate_node(tmp_path, "gpu-1", "2.1", GPU), gate_node(tmp_path, "gpu-2", "1.7", GPU),
-                  gate_node(tmp_path, "cpu-1", "1.6", CPU)])
+def test_gate_writes_when_every_node_it_can_select_in_the_cluster_has_the_handler(tmp_path, fake):
+    nodes = dict([gate_node(tmp_path, "gpu-1", "2.1"), gate_node(tmp_path, "gpu-2", "1.7"),
+                  gate_node(tmp_path, "cpu-1", "1.6")])
     hosts = dict((node.name, host) for node, host in nodes.items())
+    # Labels come from the Node objects; two more Nodes are not in the inventory: gpu-9 reports
+    # the handler, cpu-9 does not but the class cannot select it.
+    fake.set_objects("nodes", [node_object("gpu-1", GPU), node_object("gpu-2", GPU), node_object("cpu-1", CPU),
+                               node_object("gpu-9", GPU, ["nvidia", "runc"]), node_object("cpu-9", CPU, ["runc"])])
 
-    run = remediate(tmp_path, fake, hosts, GPU_ONLY, check=True)
+    run = remediate(tmp_path, fake, hosts, GPU_ONLY, check=True, diff=True)
     assert run.rc == 0, run
-    assert "RuntimeClass nvidia (handler nvidia, nodeSelector nvidia.com/gpu.present=true): safe to create: all 2 " \
-           "selectable node(s) have the handler loaded (gpu-1, gpu-2)" in run.out, run
+    assert HEAD + ": safe to write: all 3 selectable Node(s) have the handler (gpu-1, gpu-2 by re-audit; gpu-9 " \
+                  "by status.runtimeHandlers)" in run.out, run
     assert re.search(r"^changed: \[\S+ -> localhost\] => \(item=nvidia\)", run.out, re.MULTILINE), run
-    assert writes(fake) == []
+    assert [(r["method"], r["query"].get("dryRun")) for r in fake.requests if r["method"] != "GET"] == [
+        ("PATCH", "All")]
+    assert fake.get_object("runtimeclasses", "nvidia") is None
     assert all(not os.path.exists(node.config_path) for node in nodes)
+    assert len(fake.list_requests("nodes")) == 1
 
     fake.reset_requests()
     run = remediate(tmp_path, fake, hosts, GPU_ONLY)
     assert run.rc == 0, run
     for node in nodes:  # the premise: each node's real containerd loads the handler
         assert "nvidia" in loaded_config.summarize_dump(node.dump()[1])["runtime_names"], node.name
-    assert writes(fake) == [("POST", 201)]
+    assert writes(fake) == [("PATCH", 201)]
+    assert len(fake.list_requests("nodes")) == 1
     stored = fake.get_object("runtimeclasses", "nvidia")
     assert stored["handler"] == "nvidia"
     assert stored["scheduling"] == {"nodeSelector": GPU}
     assert stored["overhead"] == {"podFixed": {"cpu": "250m", "memory": "120Mi"}}
+
+
+def test_gate_refuses_for_nodes_outside_the_run_naming_them_and_force_overrides(tmp_path, fake):
+    node, host = gate_node(tmp_path, "gpu-1", "2.1")
+    fake.set_objects("nodes", [node_object("gpu-1", GPU),
+                               node_object("gpu-7", GPU, ["runc"]),  # reports no nvidia
+                               node_object("gpu-8", GPU),  # reports nothing: unknown
+                               node_object("cp-1", {}, ["runc"], [{"key": "node-role.kubernetes.io/control-plane",
+                                                                  "effect": "NoSchedule"}])])
+    desired = [{"name": "nvidia", "handler": "nvidia", "node_selector": GPU},
+               {"name": "nvidia-any", "handler": "nvidia"}]
+    run = remediate(tmp_path, fake, {"gpu-1": host}, desired)
+    assert run.rc == 2, run
+    assert HEAD + ": not safe to write: of 3 selectable Node(s), lacking handler nvidia: gpu-7 " \
+                  "(status.runtimeHandlers: runc); unknown: gpu-8 (not in this run and its kubelet reports no " \
+                  "status.runtimeHandlers)" in run.out, run
+    # The tainted control-plane Node cannot take pods of a class that does not tolerate it.
+    assert "RuntimeClass nvidia-any (handler nvidia, nodeSelector none): not safe to write: of 3 selectable " \
+           "Node(s)" in run.out, run
+    assert "fix the Nodes, or set gpurt_runtimeclass_gate_force=true" in run.out, run
+    assert writes(fake) == []
+
+    run = remediate(tmp_path, fake, {"gpu-1": host}, desired[:1], gpurt_runtimeclass_gate_force=True)
+    assert run.rc == 0, run
+    assert HEAD + ": written despite the gate (force): of 3 selectable Node(s), lacking handler nvidia: gpu-7" \
+        in run.out, run
+    assert writes(fake) == [("PATCH", 201)]
+
+
+def test_existing_runtimeclasses_keep_their_fields_and_the_default_list_leaves_them_alone(tmp_path, fake):
+    # The issue: --limit to some hosts with the default list overwrote nvidia and nvidia-cdi,
+    # dropping their nodeSelector and overhead.
+    existing = [
+        {"metadata": {"name": "nvidia", "labels": {"team": "ml"}}, "handler": "nvidia",
+         "overhead": {"podFixed": {"cpu": "100m"}}, "scheduling": {"nodeSelector": GPU}},
+        {"metadata": {"name": "gpu-cdi", "annotations": {"note": "by hand"}}, "handler": "nvidia-cdi"},
+    ]
+    fake.set_objects("runtimeclasses", existing)
+    fake.set_objects("nodes", [node_object("gpu-1", GPU)])
+    before = [fake.get_object("runtimeclasses", name) for name in ("nvidia", "gpu-cdi")]
+    node, host = gate_node(tmp_path, "gpu-1", "2.1")
+    run = remediate(tmp_path, fake, {"gpu-1": host}, containerd_runtime_enable_nvidia_cdi=True)
+    assert run.rc == 0, run
+    assert HEAD.replace("nodeSelector nvidia.com/gpu.present=true", "nodeSelector none") + \
+        ": left alone: RuntimeClass nvidia exists (handler nvidia); the default list does not rewrite it" in run.out
+    assert "RuntimeClass gpu-cdi already serves handler nvidia-cdi" in run.out, run
+    assert writes(fake) == []
+    assert [fake.get_object("runtimeclasses", name) for name in ("nvidia", "gpu-cdi")] == before
+
+    # Named, with only its handler and a label: applied, and nothing else of it changes.
+    run = remediate(tmp_path, fake, {"gpu-1": host}, [{"name": "nvidia", "handler": "nvidia",
+                                                       "labels": {"owner": "gpurt"}}],
+                    containerd_runtime_enable_nvidia_cdi=True)
+    assert run.rc == 0, run
+    assert writes(fake) == [("PATCH", 200)]
+    stored = fake.get_object("runtimeclasses", "nvidia")
+    assert stored["overhead"] == {"podFixed": {"cpu": "100m"}}
+    assert stored["scheduling"] == {"nodeSelector": GPU}
+    assert stored["metadata"]["labels"] == {"team": "ml", "owner": "gpurt"}
 
 
 def test_gate_refuses_when_a_selected_node_cannot_be_remediated(tmp_path, fake):
@@ -502,12 +579,14 @@ def test_gate_refuses_when_a_selected_node_cannot_be_remediated(tmp_path, fake):
                   gate_node(tmp_path, "gpu-2", "1.7", GPU, containerd_runtime_containerd_bin="/nonexistent/containerd"),
                   gate_node(tmp_path, "cpu-1", "1.6", CPU)])
     hosts = dict((node.name, host) for node, host in nodes.items())
+    # gpu-2's kubelet reports the handler; a host of this run that failed is unknown all the same.
+    fake.set_objects("nodes", [node_object("gpu-2", GPU, ["nvidia", "runc"])])
     run = remediate(tmp_path, fake, hosts, GPU_ONLY)
     assert run.rc == 2, run
     assert run.recap["gpu-2"]["failed"] == 1
-    assert "RuntimeClass nvidia (handler nvidia, nodeSelector nvidia.com/gpu.present=true): not safe to create: " \
-           "of 2 selectable node(s), not checked: gpu-2 (failed or unreachable during remediation)" in run.out, run
-    assert [r for r in fake.requests if r["method"] != "GET"] == []
+    assert HEAD + ": not safe to write: of 2 selectable Node(s), unknown: gpu-2 (failed or unreachable during " \
+                  "remediation)" in run.out, run
+    assert writes(fake) == []
     assert fake.get_object("runtimeclasses", "nvidia") is None
 
 
@@ -522,9 +601,9 @@ def test_gate_judges_each_runtimeclass_on_the_nodes_it_can_select(tmp_path, fake
     run = remediate(tmp_path, fake, hosts, desired, containerd_runtime_enable_nvidia_cdi=True)
     assert run.rc == 2, run
     assert "need CDI, which containerd 1.6 does not have" in run.text, run
-    assert "RuntimeClass nvidia (handler nvidia, nodeSelector none): not safe to create: of 3 selectable node(s), " \
-           "not checked: cpu-1 (failed or unreachable during remediation)" in run.out, run
-    assert writes(fake) == [("POST", 201)]
+    assert "RuntimeClass nvidia (handler nvidia, nodeSelector none): not safe to write: of 3 selectable Node(s), " \
+           "unknown: cpu-1 (failed or unreachable during remediation)" in run.out, run
+    assert writes(fake) == [("PATCH", 201)]
     assert fake.get_object("runtimeclasses", "nvidia") is None
     assert fake.get_object("runtimeclasses", "nvidia-cdi")["handler"] == "nvidia-cdi"
 
@@ -534,3 +613,4 @@ def test_gate_is_off_by_default(tmp_path, fake):
     run = remediate(tmp_path, fake, {"gpu-1": host}, gpurt_manage_runtimeclasses=False)
     assert run.rc == 0, run
     assert fake.object_requests("runtimeclasses") == []
+    assert fake.list_requests("nodes") == []
