@@ -16,7 +16,7 @@ options:
       - Path to a kubeconfig file, or several joined with C(:) as in E(KUBECONFIG).
       - Can also be set with E(K8S_AUTH_KUBECONFIG).
       - When neither this nor O(host) is set, E(KUBECONFIG) and then C(~/.kube/config) are read;
-        when neither exists, the module uses the service account of the pod it runs in (in-cluster:
+        when neither exists, the module uses the service account of the pod it runs in (in-cluster, from
         E(KUBERNETES_SERVICE_HOST), E(KUBERNETES_SERVICE_PORT), and the token and C(ca.crt) in
         C(/var/run/secrets/kubernetes.io/serviceaccount)).
       - When both this and O(host) are set, the kubeconfig is loaded and O(host), O(api_key),

@@ -19,7 +19,7 @@ description:
     with neither is unknown.
   - A RuntimeClass is safe to write when it selects at least one Node and every Node it selects
     has the handler. Lacking or unknown Nodes block it, unless O(force).
-  - Taints under C(node.kubernetes.io/) (not-ready, unreachable, cordoned, pressure) are ignored:
+  - Taints under C(node.kubernetes.io/) (not-ready, unreachable, cordoned, pressure) are ignored;
     the control plane lifts them by itself. Pods may carry tolerations of their own, so a class
     without a C(nodeSelector) is best kept off tainted Nodes that lack the handler by a selector.
 positional: run_nodes

@@ -100,7 +100,7 @@ RESOURCES = {
 READ_VERBS = ("get", "list")
 RBAC_HINT = {
     True: "apply rbac/runtime-gate-audit.yaml",
-    False: "rbac/runtime-gate-remediate.yaml grants get, list, patch and delete on runtimeclasses "
+    False: "rbac/runtime-gate-remediate.yaml grants get, list, patch, create and delete on runtimeclasses "
            "(the read-only audit identity may not write)",
 }
 

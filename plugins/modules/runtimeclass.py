@@ -60,7 +60,7 @@ options:
   node_selector:
     description:
       - C(scheduling.nodeSelector), the labels a node must have for pods of this class to be
-        scheduled there. Kubernetes treats it as one field: given, it replaces the whole selector.
+        scheduled there. Kubernetes treats it as one field; given, it replaces the whole selector.
       - Left out or empty, it is not part of the apply.
       - Boolean values are written as C(true)/C(false), as label values are strings.
     type: dict

@@ -1,10 +1,11 @@
 """A stand-in for kube-apiserver, for tests and the demo. It is NOT an apiserver.
 
-It speaks only what the runtime gate reads: GET /apis/node.k8s.io/v1/runtimeclasses
+It speaks only what the runtime gate reads and writes: GET /apis/node.k8s.io/v1/runtimeclasses
 (RuntimeClassList) and GET /api/v1/nodes (NodeList), with limit/continue paging, an
 equality-only labelSelector and fieldSelector=metadata.name=X, plus /healthz, /version,
 /api and /apis discovery; GET of one object (/apis/node.k8s.io/v1/runtimeclasses/NAME,
-/api/v1/nodes/NAME); and what gpurt.runtime_gate.runtimeclass writes: POST
+/api/v1/nodes/NAME); and what gpurt.runtime_gate.runtimeclass writes: PATCH
+.../runtimeclasses/NAME as a server-side apply (application/apply-patch+yaml only), POST
 /apis/node.k8s.io/v1/runtimeclasses, PUT and DELETE .../runtimeclasses/NAME. Every other
 path is 404 and every other method 405.
 
@@ -13,17 +14,31 @@ Behaviour that mirrors the real apiserver:
   items carrying apiVersion, kind and metadata;
 - Authorization: Bearer <token> required (except /healthz): otherwise 401 Status JSON;
 - a continue token it did not issue for the current data is 410 Gone (Status, reason Expired);
-- every write bumps resourceVersion (a no-op PUT keeps it); a missing object is 404 NotFound
-  with details; POST of an existing name is 409 AlreadyExists; PUT with a stale
+- every write bumps resourceVersion (a write that changes nothing keeps it); a missing object is
+  404 NotFound with details; POST of an existing name is 409 AlreadyExists; PUT with a stale
   metadata.resourceVersion (or DELETE with a stale preconditions.resourceVersion) is 409
-  Conflict; PUT changing `handler` is 422 Invalid (the field is immutable), as is a missing or
-  non-DNS-label handler.
+  Conflict; changing `handler` is 422 Invalid (the field is immutable), as is a missing or
+  non-DNS-label handler; dryRun=All on any write answers as the write would and stores nothing;
+- field ownership in metadata.managedFields (fieldsV1 trees), for the fields a RuntimeClass has:
+  POST and PUT record the fieldManager parameter (else the User-Agent's product) as an Update
+  manager of what they changed; an object stored without managedFields is owned whole by
+  "before-first-apply", as the apiserver does for objects older than field management;
+- server-side apply (PATCH, fieldManager required): the applied fields become the manager's;
+  a field another manager owns with another value is 409 Conflict, in the apiserver's Status
+  shape (message "Apply failed with N conflict(s): ...", details.causes of reason
+  FieldManagerConflict with field and manager) unless force=true, which takes it over; fields
+  the manager applied before and no longer applies are removed unless another manager owns
+  them; labels, annotations and overhead.podFixed are owned key by key, scheduling.nodeSelector
+  and scheduling.tolerations whole (atomic); plain and milli quantities are stored canonically
+  ("0.25" -> "250m"). Other patch types are 415.
 
 Test controls: script(resource, [500, 500, 200]) answers the next requests with those
 statuses (200 = serve normally; a dict {"status": 200, "sleep": 2} sleeps first, to test
-timeouts; "body" (dict or bytes) replaces the answer), respond_always(resource, 403) answers every request so, and `requests` records
-each request (method, path, query, resource, name (None for a list), auth presence: never the
-token, the decoded body of writes) so tests can count list calls. Scripted steps apply to the
+timeouts; {"trickle": 2} sends the whole answer one byte every 2 s, a slow-loris server; "body"
+(dict or bytes) replaces the answer), respond_always(resource, 403) answers every request so, and
+`requests` records each request (method, path, query, resource, name (None for a list), auth
+presence: never the token, content type, user agent, Impersonate-User and Impersonate-Group
+values, the decoded body of writes) so tests can count list calls. Scripted steps apply to the
 object requests of a resource too. list_requests() returns list requests only;
 object_requests() the requests for single objects.
 
