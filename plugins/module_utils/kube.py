@@ -649,7 +649,7 @@ class KubeSession(object):
         worker = threading.Thread(target=work, name="gpurt-kube-request")
         worker.daemon = True
         worker.start()
-        worker.join(timeout + _JOIN_MARGIN)
+        worker.join(min(timeout + _JOIN_MARGIN, max(self._remaining(), 0.0)))
         if worker.is_alive():
             raise _SlowAnswer()
         if "error" in box:
@@ -708,8 +708,8 @@ class KubeSession(object):
             except (OSError, IOError) as exc:
                 reason = "cannot talk to %s (%s)" % (self.server, getattr(exc, "strerror", None) or exc)
             except Exception as exc:  # e.g. http.client refusing a header; scrubbed, never a traceback
-                raise self.error("cannot send the request %s to %s: %s: %s" % (doing, self.server,
-                                                                              type(exc).__name__, exc),
+                detail = "%s: %s" % (type(exc).__name__, exc)
+                raise self.error("cannot send the request %s to %s: %s" % (doing, self.server, detail),
                                  resource=resource, attempts=attempt)
             else:
                 if 200 <= status < 300 or status in accept:

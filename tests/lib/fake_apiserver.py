@@ -682,7 +682,9 @@ class FakeApiServer(object):
             current = self._objects[resource][index]
             live = _leaves(current)
             managers = _managed_fields(resource, current)
-            mine = lambda entry: (entry["manager"], entry["operation"]) == (manager, "Apply")  # noqa: E731
+
+            def mine(entry):
+                return (entry["manager"], entry["operation"]) == (manager, "Apply")
             conflicts = []
             for entry in managers:
                 if mine(entry):
