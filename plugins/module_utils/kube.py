@@ -542,6 +542,10 @@ class KubeSession(object):
         self.secrets = connection.secrets
         self.api_client = k8s_client.ApiClient(configuration=self.configuration)
         self.pool = self.api_client.rest_client.pool_manager
+        if not self.configuration.verify_ssl:
+            # validate_certs=false was asked for; one warning per request is noise. (Set once:
+            # catch_warnings() is not safe in the worker threads.)
+            warnings.filterwarnings("ignore", category=urllib3.exceptions.InsecureRequestWarning)
         self.retries = retries
         self.retry_delay = retry_delay
         self.request_timeout = request_timeout
@@ -631,17 +635,13 @@ class KubeSession(object):
 
         def work():
             try:
-                with warnings.catch_warnings():
-                    if not self.configuration.verify_ssl:
-                        # validate_certs=false was asked for; one warning per request is noise.
-                        warnings.simplefilter("ignore", urllib3.exceptions.InsecureRequestWarning)
-                    response = self.pool.request(method, url, body=payload, headers=headers,
-                                                 timeout=urllib3.Timeout(connect=timeout, read=timeout),
-                                                 preload_content=False, retries=False, redirect=False)
-                    try:
-                        data = response.read()
-                    finally:
-                        response.release_conn()
+                response = self.pool.request(method, url, body=payload, headers=headers,
+                                             timeout=urllib3.Timeout(connect=timeout, read=timeout),
+                                             preload_content=False, retries=False, redirect=False)
+                try:
+                    data = response.read()
+                finally:
+                    response.release_conn()
                 box["answer"] = (response.status, response.headers, data)
             except BaseException as exc:  # handed to the caller's thread
                 box["error"] = exc

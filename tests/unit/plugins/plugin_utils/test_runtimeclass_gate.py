@@ -140,8 +140,8 @@ def test_cluster_not_listed_is_never_safe():
 # ----- taints and tolerations ---------------------------------------------------------
 
 def test_a_tainted_node_the_class_does_not_tolerate_cannot_be_selected():
-    nodes = [cluster("control-plane", {}, ["runc"], [{"key": "node-role.kubernetes.io/control-plane",
-                                                       "effect": "NoSchedule"}]),
+    control_plane = {"key": "node-role.kubernetes.io/control-plane", "effect": "NoSchedule"}
+    nodes = [cluster("control-plane", {}, ["runc"], [control_plane]),
              cluster("gpu-1", GPU, ["nvidia", "runc"], [GPU_TAINT])]
     result = only(judge([rc(tolerations=[GPU_TOLERATION])], {}, nodes))
     assert result["selected"] == ["gpu-1"]
