@@ -83,7 +83,11 @@ class ActionModule(ActionBase):
         result.update(containerd=the_plan["containerd"], notes=the_plan["notes"],
                       warnings=the_plan.get("warnings", []) + self._blast(the_plan))
         if the_plan["noop"]:
-            return self._done(result, gathered, changed=False)
+            pending = remediation.restart_pending(gathered, the_plan["specs"], opts)
+            if pending:
+                result.update(restart_pending=pending, msg="nothing to write; restart pending: %s" % pending)
+                result["warnings"].append("%s: restarting containerd: %s" % (host, pending))
+            return self._done(result, gathered, changed=bool(pending))
 
         files = the_plan["writes"] + the_plan["removes"]
         node_files = [dict(path=f["path"], content=f["content"], expect_sha256=f["expect_sha256"]) for f in files]

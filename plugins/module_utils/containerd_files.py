@@ -39,13 +39,13 @@ def sha256_bytes(data):
 
 
 def file_state(path):
-    """What the plan must know to write a file safely: exists, sha256, mode, uid, gid."""
+    """What the plan must know to write a file safely: exists, sha256, mode, uid, gid, mtime."""
     try:
         info = os.stat(path)
     except OSError:
         return {"exists": False, "sha256": None}
     state = {"exists": True, "sha256": None, "mode": "%04o" % stat.S_IMODE(info.st_mode),
-             "uid": info.st_uid, "gid": info.st_gid, "realpath": os.path.realpath(path)}
+             "uid": info.st_uid, "gid": info.st_gid, "realpath": os.path.realpath(path), "mtime": info.st_mtime}
     if stat.S_ISREG(info.st_mode):
         try:
             with open(path, "rb") as handle:
@@ -289,7 +289,7 @@ def write(params):
     if not backups:
         os.rmdir(run_dir)
         run_dir = None
-    result = cg.gather(params)
+    result = cg.gather(dict(params, gather_running=False))  # the restart comes next: no running view yet
     result.update(backup_dir=run_dir, written=[i["path"] for i in files if i.get("content") is not None],
                   removed=[i["path"] for i in files if i.get("content") is None])
     return result

@@ -235,6 +235,13 @@ containerd:
   description: The node's containerd major.minor.
   returned: after the gather
   type: str
+restart_pending:
+  description:
+    - Why containerd is restarted although no file changed - a restart that did not happen after an earlier
+      write (failed handler, killed run) - judged on the running view (C(crictl info), else the daemon's start
+      time against the role's own drop-ins). The task reports C(changed) so the restart handler runs.
+  returned: when a restart is pending
+  type: str
 restored:
   description: After a failed write, whether every file was put back.
   returned: failure of the write step

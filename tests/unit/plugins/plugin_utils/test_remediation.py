@@ -194,3 +194,26 @@ def test_unreadable_or_unknown_main_configs_are_refused():
         r.plan(gathered(1, '[plugins.cri]\n  sandbox_image = "x"\n', dump(1, {"runc": RUNC}), minor=7), opts())
     with pytest.raises(r.Refusal, match="version 3, which containerd 1.6"):
         r.plan(gathered(1, "version = 3\n", dump(1, {"runc": RUNC}), minor=6), opts())
+
+
+def test_a_restart_that_did_not_happen_is_pending_on_the_running_view():
+    specs = r.normalize_runtimes([{"name": "nvidia", "binary_name": "/usr/bin/nvidia-container-runtime"}], None)
+    own = ETC + "/conf.d/zz-gpurt-nvidia.toml"
+    g = gathered(2, "version = 3\n", dump(2, {"runc": RUNC, "nvidia": NVIDIA}),
+                 files=[(own, r.OWN_MARKER + "\nversion = 3\n", "imported"), (ETC + "/conf.d/99-x.toml", "", "imported")])
+    g["running"] = {"source": "crictl", "runtimes": ["runc"], "runtime_details": {"runc": {}}}
+    assert "nvidia is not running" in r.restart_pending(g, specs, opts())
+    g["running"] = {"source": "crictl", "runtimes": ["nvidia", "runc"],
+                    "runtime_details": {"nvidia": {"binary_name": "/old/nvidia"}}}
+    assert "nvidia runs /old/nvidia, not /usr/bin/nvidia-container-runtime" in r.restart_pending(g, specs, opts())
+    g["running"]["runtime_details"]["nvidia"]["binary_name"] = "/usr/bin/nvidia-container-runtime"
+    assert r.restart_pending(g, specs, opts()) is None
+    # Without crictl: the daemon's start against the role's own drop-ins, never against other files.
+    g["running"] = {"source": "process", "daemon_started": 1000.0}
+    g["file_states"][own]["mtime"] = 900.0
+    g["file_states"][ETC + "/conf.d/99-x.toml"]["mtime"] = 5000.0
+    assert r.restart_pending(g, specs, opts()) is None
+    g["file_states"][own]["mtime"] = 1100.0
+    assert "did not happen" in r.restart_pending(g, specs, opts())
+    g["running"] = {"source": "none"}
+    assert r.restart_pending(g, specs, opts()) is None
