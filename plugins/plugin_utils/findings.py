@@ -475,38 +475,46 @@ def _effective_version(entry, root, version):
     return parsed["version"]
 
 
-def _migration_drops_old_runtimes(entries):
-    """The file that replaces migrated runtimes: containerd 2.x migrating a version 2 config
-    drops the io.containerd.grpc.v1.cri runtimes when the same config has a
-    plugins."io.containerd.cri.v1.runtime".containerd.runtimes table (measured on 2.1.9 and
-    2.3.4; runtimes survive when that section holds only enable_cdi, or only cri.v1.images is set)."""
+def _runtimes_table_in(entries, plugins):
+    """The first file of entries with a runtimes table (even empty) under one of plugins."""
     for entry in entries:
-        if V3 in ((entry.get("parsed") or {}).get("runtimes_tables") or []):
+        if set((entry.get("parsed") or {}).get("runtimes_tables") or []) & set(plugins):
             return entry["path"]
     return None
 
 
 def file_readings(ctx):
     """[(entry, effective version, {plugin: why containerd ignores its runtimes, or None})]
-    for every readable merged file."""
+    for every readable merged file.
+
+    containerd 2.x migrating an older config drops the runtimes of an older plugin name when the
+    same config has a runtimes table (even empty) under a newer one: a version 2 file with
+    runtimes under both io.containerd.grpc.v1.cri and io.containerd.cri.v1.runtime (AgentBaker's
+    kata template) loads the latter only. 2.0-2.2 migrate the merged files, 2.3 each file alone
+    (measured on 2.1.9 and 2.3.4; runtimes survive when the newer section holds only enable_cdi,
+    or when only cri.v1.images is set)."""
     gathered = ctx.gathered
-    version = ctx.version
+    major, minor = ctx.version
     merged = [e for e in _merged_files(gathered) if _readable(e)]
     root = _root_version(merged)
     out = []
     for entry in merged:
-        effective = _effective_version(entry, root, version)
+        effective = _effective_version(entry, root, ctx.version)
+        replaced = containerd_config.replaced_by(major, effective, minor)
+        unit = merged if ctx.version < (2, 3) else [entry]
         reasons = {}
         for plugin in sorted(entry["parsed"].get("runtimes_by_plugin") or {}):
-            reasons[plugin] = containerd_config.ignored_plugin_reason(version[0], effective, plugin)
-            if reasons[plugin] is None and version[0] >= 2 and effective <= 2 and plugin == V2:
-                unit = merged if version < (2, 3) else [entry]
-                replacing = _migration_drops_old_runtimes(unit)
-                if replacing:
-                    reasons[plugin] = (
-                        "containerd %s migrates a version 2 config, and the plugins.\"%s\".containerd.runtimes "
-                        "table in %s replaces the runtimes migrated from plugins.\"%s\""
-                        % (gathered.get("version", "2.x"), V3, replacing, V2))
+            reasons[plugin] = containerd_config.ignored_plugin_reason(major, effective, plugin, minor)
+            replacing = _runtimes_table_in(unit, replaced.get(plugin, ())) if reasons[plugin] is None else None
+            if replacing:
+                reasons[plugin] = (
+                    "containerd %s migrates a version %d config, and the runtimes table under plugins.\"%s\" in %s "
+                    "replaces the runtimes migrated from plugins.\"%s\""
+                    % (gathered.get("version", "2.x"), effective, "\" / \"".join(replaced[plugin]), replacing, plugin))
+                if plugin == V1 and not _runtimes_table_in(unit, (V3,)):
+                    # measured with 2.3.4: plugins.cri next to plugins."io.containerd.grpc.v1.cri" in a
+                    # version 1 file keeps one of the two at random (7 starts in 8 the latter)
+                    reasons[plugin] += " (or the other way round: which one survives changes from one start to the next)"
         out.append((entry, effective, reasons))
     return out
 
@@ -540,7 +548,7 @@ def check_ignored_sections(ctx):
                     "are absent from the loaded config: %s" % ", ".join(absent) if absent
                     else "are loaded anyway, from another file or containerd's defaults, not with this section's "
                          "settings"),
-                "move the runtimes under plugins.\"%s\"" % containerd_config.plugins_read(major, max(version, 3) if major >= 2 else version)[0]
+                "move the runtimes under plugins.\"%s\"" % (V3 if major >= 2 else containerd_config.plugins_read(major, version)[0])
                 if version >= 2 or major < 2 else "set version = 2 (1.x) or 3 (2.x) with the matching plugin name",
                 {"file": entry["path"], "file_version": version, "plugin": plugin, "runtimes": names,
                  "not_loaded": absent, "loader_warnings": gathered.get("dump_warnings", [])[:10]},

@@ -452,6 +452,27 @@ class TestFileSections(object):
         assert out[0]["evidence"]["file_version"] == 3
         assert sections(sections_gathered(2, files, ("runc", "nvidia", "kata"), version="2.3.4")) == []
 
+    def test_23_reads_a_v3_file_with_the_old_name_but_not_a_v4_one(self):
+        v3 = [("/c.toml", "main", "version = 3\n" + runtime_toml(V2, "nvidia"))]
+        assert sections(sections_gathered(2, v3, ("runc", "nvidia"), version="2.3.4")) == []
+        assert ids(sections(sections_gathered(2, v3, ("runc",), version="2.1.9"))) == [
+            ("ignored_plugin_section", "error", "/c.toml:%s" % V2)]
+        v4 = [("/c.toml", "main", "version = 4\n" + runtime_toml(V2, "nvidia"))]
+        out = sections(sections_gathered(2, v4, ("runc",), version="2.3.4"))
+        assert ids(out) == [("ignored_plugin_section", "error", "/c.toml:%s" % V2)]
+        assert "containerd 2.3+ reads the runtimes of a version 4 file" in out[0]["message"]
+
+    def test_23_migrates_a_v1_file(self):
+        v1 = [("/c.toml", "main", runtime_toml(V1, "kata"))]
+        assert sections(sections_gathered(2, v1, ("runc", "kata"), version="2.3.4")) == []
+        assert ids(sections(sections_gathered(2, v1, ("runc",), version="2.1.9"))) == [
+            ("ignored_plugin_section", "error", "/c.toml:cri")]
+
+    def test_23_v1_file_drops_cri_runtimes_next_to_newer_tables(self):
+        v1 = [("/c.toml", "main", "version = 1\n" + runtime_toml(V1, "k1") + runtime_toml(V3, "k3"))]
+        out = sections(sections_gathered(2, v1, ("runc", "k3"), version="2.3.4"))
+        assert ids(out) == [("ignored_plugin_section", "error", "/c.toml:cri")]
+
     def test_dropin_version_above_root_is_a_warning_before_23(self):
         files = [("/c.toml", "main", "version = 2\n"), ("/d/n.toml", "imported", "version = 3\n"),
                  ("/d/same.toml", "imported", "version = 2\n"), ("/d/none.toml", "imported", "")]
