@@ -227,11 +227,16 @@ def shim_binary_name(runtime_type):
     return "containerd-shim-%s-%s" % (parts[-2], parts[-1])
 
 
-def runtime_path_facts(texts, containerd_bin):
+# systemd's default PATH, which containerd.service runs with unless its unit says otherwise: the
+# module itself may run with a shorter one (a non-login SSH shell).
+SYSTEMD_PATH = ("/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin")
+
+
+def runtime_path_facts(texts, containerd_bin, shim_dirs=()):
     """({path: facts} for every runtime_path / ConfigPath / base_runtime_spec named in the texts,
     {runtime_type: facts of its shim} for every runtime type that is not runc's: containerd
     ships the runc shim; other shims (kata, runsc, ...) are installed apart and looked up in
-    PATH and next to the containerd binary)."""
+    PATH, systemd's default PATH, shim_dirs and next to the containerd binary)."""
     paths = set()
     types = set()
     for text in texts:
@@ -244,7 +249,8 @@ def runtime_path_facts(texts, containerd_bin):
             continue
         name = shim_binary_name(runtime_type)
         if name:
-            shims[runtime_type] = host_paths.path_facts(name, [os.path.dirname(containerd_bin)])
+            extra = [d for d in SYSTEMD_PATH + tuple(shim_dirs or ()) + (os.path.dirname(containerd_bin),)]
+            shims[runtime_type] = host_paths.path_facts(name, extra)
     return dict((p, host_paths.path_facts(p)) for p in sorted(paths)), shims
 
 
@@ -497,7 +503,7 @@ def gather(params):
     for text in texts:
         names.update(containerd_config.binary_names(text))
     result["paths"] = dict((name, host_paths.path_facts(name)) for name in sorted(names))
-    runtime_paths, shims = runtime_path_facts(texts, binary)
+    runtime_paths, shims = runtime_path_facts(texts, binary, params.get("shim_dirs"))
     for path, facts in runtime_paths.items():
         result["paths"].setdefault(path, facts)
     result["shims"] = shims

@@ -130,7 +130,10 @@ def path_facts(path, extra_dirs=()):
     resolved = path
     searched = []
     if os.sep not in path:
-        searched = os.environ.get("PATH", os.defpath).split(os.pathsep) + [d for d in extra_dirs if d]
+        searched = []
+        for directory in os.environ.get("PATH", os.defpath).split(os.pathsep) + list(extra_dirs):
+            if directory and directory not in searched:
+                searched.append(directory)
         for directory in searched:
             candidate = os.path.join(directory, path)
             if os.path.isfile(candidate) and os.access(candidate, os.X_OK):

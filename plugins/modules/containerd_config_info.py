@@ -90,6 +90,13 @@ options:
     type: str
     choices: [fail, report]
     default: fail
+  shim_dirs:
+    description:
+      - Directories searched for the shim of a runtime that is not runc's (C(containerd-shim-kata-v2)
+        for C(io.containerd.kata.v2)), besides E(PATH), systemd's default PATH and the directory of
+        the containerd binary, such as C(/opt/kata/bin).
+    type: list
+    elements: path
   gather_running:
     description:
       - Also gather the running view (RV(running)), what the daemon loaded when it started.
@@ -322,6 +329,7 @@ def main():
             max_memory_mb=dict(type="int", default=1024),
             on_refused=dict(type="str", choices=["fail", "report"], default="fail"),
             gather_running=dict(type="bool", default=True),
+            shim_dirs=dict(type="list", elements="path"),
             crictl_bin=dict(type="str", default="crictl"),
             cri_endpoint=dict(type="str"),
         ),

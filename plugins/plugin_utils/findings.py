@@ -604,6 +604,8 @@ def check_unreadable(ctx):
         parsed = entry.get("parsed") or {}
         error = parsed.get("error") or (entry.get("error") if entry.get("content") is None else None)
         if error:
+            if "UTF-8" in error and ctx.version is not None and ctx.version < (2, 0):
+                error += " (containerd 1.x loads it; 2.x refuses a config that is not UTF-8, measured with 2.1.9 and 2.3.4)"
             out.append(finding(
                 ctx.node, "config_unreadable", "error", entry["path"],
                 "%s could not be checked: %s" % (entry["path"], error),
@@ -641,10 +643,16 @@ def _facts_state(facts, executable=True):
     return None
 
 
+def _unreachable_note(reached):
+    return "" if reached else ("; no pod can reach it here: it is neither the default runtime nor named by a "
+                               "RuntimeClass that can land on this node")
+
+
 def check_binaries(ctx):
     out = []
     paths = ctx.gathered["paths"]
     shims = ctx.gathered.get("shims")
+    reachable = ctx.reachable
     for name, runtime in sorted(ctx.loaded.get("runtimes", {}).items()):
         wanted = []
         if runtime.get("binary_name"):
@@ -655,18 +663,20 @@ def check_binaries(ctx):
         elif shims is not None and runtime_type and runtime_type not in _RUNC_TYPES:
             shim = shims.get(runtime_type)
             wanted.append(("shim of runtime_type %s" % runtime_type, (shim or {}).get("path", runtime_type), shim))
+        reached = name in reachable
         for what, path, facts in wanted:
             if facts is None:
                 continue  # the node did not report on it (older gather result)
             state = _facts_state(facts)
             if state is None:
                 continue
-            where = " (searched PATH and the containerd binary's dir)" if facts.get("searched") else ""
+            where = " (searched PATH, shim_dirs and the containerd binary's dir)" if facts.get("searched") else ""
             out.append(finding(
-                ctx.node, "runtime_binary", "error", name,
-                "runtime '%s' uses %s %s, which %s on the node%s" % (name, what, path, state, where),
+                ctx.node, "runtime_binary", "error" if reached else "info", name,
+                "runtime '%s' uses %s %s, which %s on the node%s%s" % (name, what, path, state, where,
+                                                                        _unreachable_note(reached)),
                 "install the runtime (e.g. nvidia-container-toolkit, kata-containers, gVisor) or fix the config",
-                {"runtime": name, "what": what, "binary_name": path, "facts": facts},
+                {"runtime": name, "what": what, "binary_name": path, "facts": facts, "reachable": reached},
             ))
     return out
 
@@ -674,6 +684,7 @@ def check_binaries(ctx):
 def check_runtime_files(ctx):
     out = []
     paths = ctx.gathered["paths"]
+    reachable = ctx.reachable
     for name, runtime in sorted(ctx.loaded.get("runtimes", {}).items()):
         for key in ("config_path", "base_runtime_spec"):
             path = runtime.get(key)
@@ -684,11 +695,13 @@ def check_runtime_files(ctx):
             if state is None:
                 continue
             label = "options.ConfigPath" if key == "config_path" else "base_runtime_spec"
+            reached = name in reachable
             out.append(finding(
-                ctx.node, "runtime_file", "error", "%s:%s" % (name, label),
-                "runtime '%s' names %s %s, which %s on the node: its containers fail to start" % (name, label, path, state),
+                ctx.node, "runtime_file", "error" if reached else "info", "%s:%s" % (name, label),
+                "runtime '%s' names %s %s, which %s on the node: its containers fail to start%s"
+                % (name, label, path, state, _unreachable_note(reached)),
                 "install the file or fix %s of runtime '%s'" % (label, name),
-                {"runtime": name, "key": label, "path": path, "facts": facts},
+                {"runtime": name, "key": label, "path": path, "facts": facts, "reachable": reached},
             ))
     return out
 
@@ -736,9 +749,7 @@ def check_cgroup_driver(ctx):
         out.append(finding(
             ctx.node, "cgroup_driver", "error" if reached else "info", name,
             "runtime '%s' has SystemdCgroup = %s but the kubelet uses cgroupDriver %s (%s)%s"
-            % (name, str(have).lower(), driver, source,
-               "" if reached else "; no pod can reach it here: it is neither the default runtime nor named by a "
-                                  "RuntimeClass that can land on this node"),
+            % (name, str(have).lower(), driver, source, _unreachable_note(reached)),
             "set SystemdCgroup = %s for '%s'" % (str(want).lower(), name),
             {"runtime": name, "systemd_cgroup": have, "kubelet_cgroup_driver": driver, "kubelet_config": source,
              "reachable": reached},
@@ -1007,22 +1018,22 @@ REGISTRY = (
           ("files", "version"), check_dropin_version),
     Check("config_unreadable", ("error",), "error",
           "a config file containerd loads could not be read or parsed by the audit (too large, not UTF-8, not a "
-          "regular file)",
-          ("files",), check_unreadable),
+          "regular file); not reported where containerd refuses the config (config_refused says why)",
+          ("files", "loaded"), check_unreadable),
     Check("config_defaults", ("info",), "info",
           "there is no main config file: containerd runs on its built-in defaults (legal)",
           ("files",), check_defaults),
-    Check("runtime_binary", ("error",), "error",
+    Check("runtime_binary", ("error", "info"), "error for a runtime a pod can reach, else info",
           "a runtime's `options.BinaryName`, `runtime_path`, or the shim of a non-runc `runtime_type` "
-          "(`io.containerd.kata.v2` → `containerd-shim-kata-v2` in PATH or next to containerd) is missing or not "
-          "executable",
+          "(`io.containerd.kata.v2` → `containerd-shim-kata-v2` in PATH, `gpurt_shim_dirs` or next to containerd) "
+          "is missing or not executable",
           ("paths", "loaded"), check_binaries),
-    Check("runtime_file", ("error",), "error",
+    Check("runtime_file", ("error", "info"), "error for a runtime a pod can reach, else info",
           "a runtime's `options.ConfigPath` or `base_runtime_spec` file does not exist",
           ("paths", "loaded"), check_runtime_files),
     Check("cgroup_driver", ("error", "info"),
-          "error for a runtime a pod can reach (the default, or a handler of a RuntimeClass that can land here), "
-          "else info",
+          "error for a runtime a pod can reach (the default, or a handler of a RuntimeClass that can land here; "
+          "unknown labels: every RuntimeClass), else info",
           "a runc-type runtime's `SystemdCgroup` disagrees with the kubelet's `cgroupDriver`; skipped when the "
           "kubelet config is missing or unreadable",
           ("loaded", "kubelet"), check_cgroup_driver),

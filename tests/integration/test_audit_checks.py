@@ -781,7 +781,7 @@ def test_kata_shim_and_config_path_missing(lab, report):
     assert checks_of(report, "kata-shim") == ["runtime_binary", "runtime_file"]
     binary = only(report, "kata-shim", "runtime_binary")
     assert binary["subject"] == "kata" and binary["evidence"]["binary_name"] == "containerd-shim-kata-v2"
-    assert "searched PATH and the containerd binary's dir" in binary["message"]
+    assert "searched PATH, shim_dirs and the containerd binary's dir" in binary["message"]
     config_file = only(report, "kata-shim", "runtime_file")
     assert config_file["subject"] == "kata:options.ConfigPath"
     assert config_file["evidence"]["path"] == node.path("opt/kata/share/defaults/kata-containers/configuration.toml")

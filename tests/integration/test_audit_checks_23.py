@@ -418,3 +418,46 @@ def test_plugin_table_matches_the_real_binaries(release, containerd, containerd_
         if predicted != loaded:
             mismatches.append((version, [p.split(".")[-1] for p in plugins], sorted(loaded), sorted(predicted)))
     assert mismatches == []
+
+
+# --- the real /etc/containerd/conf.d, in a private mount namespace -----------------------------
+
+UNSHARE_SCRIPT = r'''
+set -e
+mount --make-rprivate /
+mount -t overlay overlay -o lowerdir=/etc,upperdir="$SCRATCH/upper",workdir="$SCRATCH/work" /etc
+mkdir -p /etc/containerd/conf.d
+printf "version = 4\n[plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.from-conf-d]\n  runtime_type = 'io.containerd.runc.v2'\n" > /etc/containerd/conf.d/x.toml
+for config in "$@"; do
+  echo "== $config"
+  "$CONTAINERD" --config "$config" config dump 2>/dev/null | grep -E "^imports|runtimes\.[a-z-]+\]" || true
+done
+'''
+
+
+@pytest.mark.parametrize("text, loaded", [
+    ("version = 4\n", False),
+    ("version = 3\n", False),
+    ("version = 2\n", False),
+    ("version = 4\nimports = ['/etc/containerd/conf.d/*.toml']\n", True),
+    (None, False),  # no config file at all
+])
+def test_23_dump_imports_are_no_evidence_of_what_was_imported(containerd_23, tmp_path, text, loaded):
+    """Measured: 2.3.4 dumps imports = ['/etc/containerd/conf.d/*.toml'] (its default) although a
+    file without an imports key imports nothing; an explicit imports entry loads the drop-in. Run
+    in a private mount namespace with an overlay on /etc, so the real conf.d is the test's."""
+    (tmp_path / "upper").mkdir()
+    (tmp_path / "work").mkdir()
+    config = tmp_path / "config.toml"
+    if text is not None:
+        config.write_text(text)
+    env = dict(os.environ, SCRATCH=str(tmp_path), CONTAINERD=containerd_23)
+    proc = subprocess.run(["unshare", "-m", "sh", "-c", UNSHARE_SCRIPT, "sh", str(config)], env=env,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, check=False)
+    if proc.returncode != 0 and ("Operation not permitted" in proc.stderr or "unshare failed" in proc.stderr):
+        pytest.skip("no private mount namespace here (unshare -m needs CAP_SYS_ADMIN): %s" % proc.stderr.strip())
+    assert proc.returncode == 0, proc.stderr
+    assert "imports = ['/etc/containerd/conf.d/*.toml'" in proc.stdout
+    assert "runtimes.runc]" in proc.stdout, proc.stdout  # the dump was read
+    assert ("runtimes.from-conf-d]" in proc.stdout) is loaded, proc.stdout
+    assert not os.path.exists("/etc/containerd/conf.d/x.toml")  # the overlay stayed in its namespace

@@ -521,29 +521,33 @@ def facts(path, exists=True, is_file=True, executable=True):
     return {"path": path, "resolved": path, "exists": exists, "is_file": is_file, "executable": executable}
 
 
+def ctx_kata(gathered):
+    return ctx(gathered, [rc("kata")])
+
+
 class TestRuntimeBinary(object):
     def gathered(self, nvidia_facts):
         runtimes = {"runc": runc_like("runc"), "nvidia": runc_like("nvidia", binary="/usr/bin/nvidia-container-runtime")}
         return {"loaded": loaded(runtimes=runtimes), "paths": {"/usr/bin/nvidia-container-runtime": nvidia_facts}}
 
     def test_missing_binary(self):
-        out = run("runtime_binary", ctx(self.gathered(facts("/usr/bin/nvidia-container-runtime", False, False, False))))
+        out = run("runtime_binary", ctx(self.gathered(facts("/usr/bin/nvidia-container-runtime", False, False, False)), [rc("nvidia")]))
         assert ids(out) == [("runtime_binary", "error", "nvidia")]
         assert out[0]["evidence"]["binary_name"] == "/usr/bin/nvidia-container-runtime"
         assert "does not exist" in out[0]["message"]
 
     def test_not_executable(self):
-        out = run("runtime_binary", ctx(self.gathered(facts("/usr/bin/nvidia-container-runtime", executable=False))))
+        out = run("runtime_binary", ctx(self.gathered(facts("/usr/bin/nvidia-container-runtime", executable=False)), [rc("nvidia")]))
         assert ids(out) == [("runtime_binary", "error", "nvidia")]
         assert "is not executable" in out[0]["message"]
 
     def test_executable_is_fine(self):
-        assert run("runtime_binary", ctx(self.gathered(facts("/usr/bin/nvidia-container-runtime")))) == []
+        assert run("runtime_binary", ctx(self.gathered(facts("/usr/bin/nvidia-container-runtime")), [rc("nvidia")])) == []
 
     def test_unreported_path_is_not_judged(self):
         gathered = self.gathered({})
         gathered["paths"] = {}
-        assert run("runtime_binary", ctx(gathered)) == []
+        assert run("runtime_binary", ctx(gathered, [rc("nvidia")])) == []
 
     def kata(self, shim, runtime_path=""):
         kata = dict(runc_like("kata"), runtime_type="io.containerd.kata.v2", runtime_path=runtime_path,
@@ -556,24 +560,34 @@ class TestRuntimeBinary(object):
 
     def test_kata_shim_missing(self):
         shim = dict(facts("containerd-shim-kata-v2", False, False, False), searched=["/usr/bin", "/opt/containerd"])
-        out = run("runtime_binary", ctx(self.kata(shim)))
+        out = run("runtime_binary", ctx_kata(self.kata(shim)))
         assert ids(out) == [("runtime_binary", "error", "kata")]
         assert "shim of runtime_type io.containerd.kata.v2 containerd-shim-kata-v2, which does not exist" in out[0]["message"]
-        assert "searched PATH and the containerd binary's dir" in out[0]["message"]
+        assert "searched PATH, shim_dirs and the containerd binary's dir" in out[0]["message"]
 
     def test_kata_shim_present(self):
-        assert run("runtime_binary", ctx(self.kata(facts("/usr/bin/containerd-shim-kata-v2")))) == []
+        assert run("runtime_binary", ctx_kata(self.kata(facts("/usr/bin/containerd-shim-kata-v2")))) == []
 
     def test_runtime_path_wins_over_the_shim_name(self):
-        out = run("runtime_binary", ctx(self.kata(facts("/opt/kata/bin/shim", exists=False), "/opt/kata/bin/shim")))
+        out = run("runtime_binary", ctx_kata(self.kata(facts("/opt/kata/bin/shim", exists=False), "/opt/kata/bin/shim")))
         assert ids(out) == [("runtime_binary", "error", "kata")]
         assert "runtime_path /opt/kata/bin/shim" in out[0]["message"]
+
+    def test_a_runtime_no_pod_can_reach_is_info(self):
+        # k3s's template declares runhcs-wcow-process (Windows) on every node: no shim on Linux
+        shim = facts("containerd-shim-runhcs-v1", False, False, False)
+        runhcs = dict(runc_like("runhcs-wcow-process"), runtime_type="io.containerd.runhcs.v1")
+        g = {"loaded": loaded(runtimes={"runc": runc_like("runc"), "runhcs-wcow-process": runhcs}), "paths": {},
+             "shims": {"io.containerd.runhcs.v1": shim}}
+        out = run("runtime_binary", ctx(g, [rc("nvidia")]))
+        assert ids(out) == [("runtime_binary", "info", "runhcs-wcow-process")]
+        assert "no pod can reach it here" in out[0]["message"]
 
     def test_runc_types_need_no_shim_fact(self):
         # containerd ships containerd-shim-runc-v2 itself; a gather reports no shim for it
         g = self.gathered(facts("/usr/bin/nvidia-container-runtime"))
         g["shims"] = {}
-        assert run("runtime_binary", ctx(g)) == []
+        assert run("runtime_binary", ctx(g, [rc("nvidia")])) == []
 
 
 class TestRuntimeFiles(object):
@@ -585,7 +599,7 @@ class TestRuntimeFiles(object):
              "paths": {"/opt/kata/c.toml": facts("/opt/kata/c.toml", False, False, False),
                        "/etc/containerd/base-runtime-spec.json": facts("/etc/containerd/base-runtime-spec.json",
                                                                        executable=False)}}
-        out = run("runtime_file", ctx(g))
+        out = run("runtime_file", ctx(g, [rc("kata")]))
         assert ids(out) == [("runtime_file", "error", "kata:options.ConfigPath")]
         assert "does not exist" in out[0]["message"]
 
