@@ -53,22 +53,18 @@ overhead:
 scheduling:
   nodeSelector: {gpurt.test/overhead: "true"}
 """
-RC_CRUN = """\
-apiVersion: node.k8s.io/v1
-kind: RuntimeClass
-metadata: {name: crun}
-handler: crun
-scheduling:
-  nodeSelector: {gpurt.test/crun: "true"}
-"""
-RC_TYPO = """\
-apiVersion: node.k8s.io/v1
-kind: RuntimeClass
-metadata: {name: nvidia-legacy}
-handler: nvidia-legcy
-scheduling:
-  nodeSelector: {gpurt.test/typo: "true"}
-"""
+
+
+def rc_yaml(name, handler, label):
+    """A RuntimeClass manifest that lands only on nodes labelled gpurt.test/<label>=true."""
+    return ("apiVersion: node.k8s.io/v1\nkind: RuntimeClass\nmetadata: {name: %s}\nhandler: %s\n"
+            "scheduling:\n  nodeSelector: {gpurt.test/%s: \"true\"}\n" % (name, handler, label))
+
+
+RC_CRUN = rc_yaml("crun", "crun", "crun")
+RC_KATA = rc_yaml("kata", "kata", "kata")
+KATA_LABEL = {"gpurt.test/kata": "true"}
+RC_TYPO = rc_yaml("nvidia-legacy", "nvidia-legcy", "typo")
 
 
 # --- config builders ------------------------------------------------------------------------
@@ -102,11 +98,12 @@ def config(version, plugin, runtimes, imports=None, cdi=True, default="runc"):
     return "\n".join(lines) + "\n" + "".join(runtimes)
 
 
-def good_v3(**kw):
+def good_v3(version=3, **kw):
+    """A 2.x main config (version 3, or 4 for 2.3+) with runc and nvidia."""
     runtimes = kw.pop("runtimes", None)
     if runtimes is None:
         runtimes = [runtime(V3, "runc"), runtime(V3, "nvidia", NV)]
-    return config(3, V3, runtimes, **kw)
+    return config(version, V3, runtimes, **kw)
 
 
 def good_v2(cdi=True, **kw):
@@ -126,9 +123,10 @@ def cdi_spec(*host_paths):
 
 # --- the nodes: (containerd version, setup, extra host vars) --------------------------------
 
-def setup_healthy(n):
-    n.write("etc/containerd/config.toml", good_v3(imports=[DROPINS]))
-    n.write("etc/containerd/conf.d/50-nvidia-cdi.toml", "version = 3\n" + runtime(V3, "nvidia-cdi", NV_CDI))
+def setup_healthy(n, version=3):
+    # explicit imports (2.3 loads conf.d only when the file itself says so)
+    n.write("etc/containerd/config.toml", good_v3(version=version, imports=[DROPINS]))
+    n.write("etc/containerd/conf.d/50-nvidia-cdi.toml", "version = %d\n" % version + runtime(V3, "nvidia-cdi", NV_CDI))
     n.runtime_binary()
     n.runtime_binary("usr/bin/nvidia-container-runtime.cdi")
     n.runtime_binary("usr/bin/nvidia-cdi-hook")
@@ -145,8 +143,9 @@ def setup_plain_v3(n, **kw):
     n.write("var/lib/kubelet/config.yaml", KUBELET_SYSTEMD)
 
 
-def setup_missing_handler(n):
-    setup_plain_v3(n, runtimes=[runtime(V3, "runc"), runtime(V3, "nvidia", NV), runtime(V3, "nvidia-legacy", NV)])
+def setup_missing_handler(n, version=3):
+    setup_plain_v3(n, version=version, runtimes=[runtime(V3, "runc"), runtime(V3, "nvidia", NV),
+                                                 runtime(V3, "nvidia-legacy", NV)])
 
 
 def setup_default_not_loaded(n):
@@ -162,13 +161,13 @@ def setup_dead_glob(n):
     os.makedirs(n.path("etc/containerd/conf.d"))
 
 
-def setup_orphan(n):
-    setup_plain_v3(n, imports=[DROPINS])
-    n.write("etc/containerd/conf.d/10-runc.toml", "version = 3\n" + runtime(V3, "runc"))
+def setup_orphan(n, version=3):
+    setup_plain_v3(n, version=version, imports=[DROPINS])
+    n.write("etc/containerd/conf.d/10-runc.toml", "version = %d\n" % version + runtime(V3, "runc"))
     # the .conf vs .toml incident: a duplicate of nvidia that imports never read
-    n.write("etc/containerd/conf.d/20-nvidia.conf", "version = 3\n" + runtime(V3, "nvidia", NV))
+    n.write("etc/containerd/conf.d/20-nvidia.conf", "version = %d\n" % version + runtime(V3, "nvidia", NV))
     # nvidia-ctk wrote into config.d while imports read conf.d (NVIDIA/nvidia-container-toolkit#1404)
-    n.write("etc/containerd/config.d/99-nvidia.toml", "version = 3\n" + runtime(V3, "nvidia-experimental", NV))
+    n.write("etc/containerd/config.d/99-nvidia.toml", "version = %d\n" % version + runtime(V3, "nvidia-experimental", NV))
 
 
 def setup_ignored_v3_oldname(n):
@@ -203,16 +202,17 @@ def setup_cgroup(n):
     setup_plain_v3(n, runtimes=[runtime(V3, "runc"), runtime(V3, "nvidia", NV, systemd=False)])
 
 
-def setup_cdi_disabled(n):
+def setup_cdi_disabled(n, version=2):
     # nvidia-cdi through the plain nvidia-container-runtime: only containerd's enable_cdi would inject
-    n.write("etc/containerd/config.toml", good_v2(cdi=False, runtimes=[
-        runtime(V2, "runc"), runtime(V2, "nvidia", NV), runtime(V2, "nvidia-cdi", NV)]))
+    plugin = V2 if version == 2 else V3
+    n.write("etc/containerd/config.toml", config(version, plugin, [
+        runtime(plugin, "runc"), runtime(plugin, "nvidia", NV), runtime(plugin, "nvidia-cdi", NV)], cdi=False))
     n.runtime_binary()
     n.write("var/lib/kubelet/config.yaml", KUBELET_SYSTEMD)
 
 
-def setup_cdi_stale(n):
-    setup_plain_v3(n)
+def setup_cdi_stale(n, version=3):
+    setup_plain_v3(n, version=version)
     n.runtime_binary("usr/bin/nvidia-cdi-hook")
     n.write("dev/nvidia0", "")
     # the driver was updated to 550; the spec still names the 535 libraries
@@ -232,11 +232,11 @@ def setup_pool_b(n):
     setup_plain_v3(n, runtimes=[runtime(V3, "runc")])
 
 
-def setup_unreadable(n):
-    setup_plain_v3(n, imports=[DROPINS])
+def setup_unreadable(n, version=3):
+    setup_plain_v3(n, version=version, imports=[DROPINS])
     # valid TOML that containerd loads, but larger than the module's max_file_bytes (1 MiB)
     padding = ("# padding\n" * 110000)
-    n.write("etc/containerd/conf.d/50-big.toml", "version = 3\n" + padding + runtime(V3, "runc"))
+    n.write("etc/containerd/conf.d/50-big.toml", "version = %d\n" % version + padding + runtime(V3, "runc"))
 
 
 def setup_commented_import(n):
@@ -257,9 +257,9 @@ def setup_refused_v3_17(n):
     n.runtime_binary()
 
 
-def setup_kata_shim(n):
+def setup_kata_shim(n, version=3):
     # a non-runc runtime: its shim (containerd-shim-kata-v2) and its ConfigPath are on no path of the node
-    setup_plain_v3(n, runtimes=[runtime(V3, "runc"), runtime(V3, "nvidia", NV),
+    setup_plain_v3(n, version=version, runtimes=[runtime(V3, "runc"), runtime(V3, "nvidia", NV),
                                 '[plugins."%s".containerd.runtimes.kata]\n  runtime_type = "io.containerd.kata.v2"\n'
                                 '[plugins."%s".containerd.runtimes.kata.options]\n'
                                 '  ConfigPath = "{root}/opt/kata/share/defaults/kata-containers/configuration.toml"\n'
@@ -279,11 +279,11 @@ def setup_kata_ok(n):
     n.write("etc/containerd/base-runtime-spec.json", "{}\n")
 
 
-def setup_dropin_above_root(n):
-    # a version 3 drop-in under a version 2 root that declares no runtime of its own (with runtimes
+def setup_dropin_above_root(n, dropin_version=3):
+    # a version 3 (4) drop-in under a version 2 root that declares no runtime of its own (with runtimes
     # in the root, 2.1 drops them: the nvidia-ctk-v2-complex-2.1 shape of tests/integration/test_shapes.py)
     n.write("etc/containerd/config.toml", "version = 2\nimports = [%s]\n" % DROPINS)
-    n.write("etc/containerd/conf.d/99-nvidia.toml", "version = 3\n" + runtime(V3, "nvidia", NV))
+    n.write("etc/containerd/conf.d/99-nvidia.toml", "version = %d\n" % dropin_version + runtime(V3, "nvidia", NV))
     n.runtime_binary()
 
 
@@ -318,8 +318,8 @@ def setup_fifo_kubelet(n):
     os.mkfifo(n.kubelet_config_path)
 
 
-def setup_dev_zero_import(n):
-    n.write("etc/containerd/config.toml", good_v3(imports=['"/dev/zero"']))
+def setup_dev_zero_import(n, version=3):
+    n.write("etc/containerd/config.toml", good_v3(version=version, imports=['"/dev/zero"']))
     n.runtime_binary()
 
 
@@ -363,8 +363,8 @@ NODES = {
     "commented-import": ("2.1", setup_commented_import, {}),
     "no-binary": ("2.1", setup_no_binary, {}),
     "refused-v3-17": ("1.7", setup_refused_v3_17, {}),
-    "kata-shim": ("2.1", setup_kata_shim, {}),
-    "kata-ok": ("2.1", setup_kata_ok, {}),
+    "kata-shim": ("2.1", setup_kata_shim, {"gpurt_node_labels": KATA_LABEL}),
+    "kata-ok": ("2.1", setup_kata_ok, {"gpurt_node_labels": KATA_LABEL}),
     "dropin-above-root": ("2.1", setup_dropin_above_root, {}),
     "no-config": ("2.1", setup_no_config, {}),
     "backups": ("2.1", setup_backups, {}),
@@ -438,6 +438,7 @@ def lab(tmp_path_factory, containerd):
     # a kustomize-style base/: manifests are read recursively
     (manifests / "base").mkdir()
     (manifests / "base" / "crun.yaml").write_text(RC_CRUN)
+    (manifests / "base" / "kata.yaml").write_text(RC_KATA)
     (manifests / "kustomization.yaml").write_text("resources: [base]\n")
     inventory = ansible_run.write_inventory(str(base / "hosts.json"), hosts=hosts,
                                             group_vars={"gpurt_node_labels": {}}, groups=GROUPS)
@@ -504,7 +505,7 @@ def test_play_fails_with_rc_2_and_changes_nothing(lab, audit):
     assert all(h["changed"] == 0 for h in run.recap.values()), run.recap
     assert before == after  # no node file was written, touched or removed
     assert report["fail_on"] == "error"
-    assert report["runtimeclasses"] == [["crun", "crun"], ["nvidia", "nvidia"], ["nvidia-cdi", "nvidia-cdi"],
+    assert report["runtimeclasses"] == [["crun", "crun"], ["kata", "kata"], ["nvidia", "nvidia"], ["nvidia-cdi", "nvidia-cdi"],
                                         ["nvidia-legacy", "nvidia-legcy"], ["nvidia-overhead", "nvidia"]]
     failing = sorted(n for n, e in report["nodes"].items() if e["failing"])
     # the nodes with only warnings pass at fail_on=error; the others fail the play
@@ -781,6 +782,8 @@ def test_kata_shim_and_config_path_missing(lab, report):
     assert checks_of(report, "kata-shim") == ["runtime_binary", "runtime_file"]
     binary = only(report, "kata-shim", "runtime_binary")
     assert binary["subject"] == "kata" and binary["evidence"]["binary_name"] == "containerd-shim-kata-v2"
+    # a RuntimeClass asks for kata on this node: reachable, so an error
+    assert binary["severity"] == "error" and only(report, "kata-shim", "runtime_file")["severity"] == "error"
     assert "searched PATH, shim_dirs and the containerd binary's dir" in binary["message"]
     config_file = only(report, "kata-shim", "runtime_file")
     assert config_file["subject"] == "kata:options.ConfigPath"

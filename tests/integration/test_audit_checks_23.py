@@ -9,6 +9,7 @@ runs here and finds nothing.
 """
 import itertools
 import json
+from functools import partial
 import os
 import subprocess
 import tomllib
@@ -18,8 +19,12 @@ import pytest
 
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import findings as checks
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import loaded_config
-from tests.integration.test_audit_checks import (CDI_LABEL, DROPINS, KUBELET_SYSTEMD, NV, NV_CDI, RC_CRUN, RC_OVERHEAD,
-                                                 RC_TYPO, RUNTIMECLASSES, V1, V2, V3, cdi_spec, config, runtime, snapshot)
+from tests.integration.test_audit_checks import (
+    CDI_LABEL, DROPINS, KATA_LABEL, KUBELET_SYSTEMD, NV, NV_CDI, RC_CRUN, RC_KATA, RC_OVERHEAD, RC_TYPO, RUNTIMECLASSES, V1, V2, V3, cdi_spec,
+    config, good_v3, runtime, setup_cdi_disabled, setup_cdi_stale, setup_dev_zero_import, setup_dropin_above_root,
+    setup_kata_shim, setup_missing_handler, setup_mixed_v2, setup_no_config, setup_orphan, setup_plain_v3, setup_unreadable,
+    snapshot)
+from tests.integration import test_audit_checks as lab21
 from tests.lib import ansible_run
 from tests.lib.nodes import Node
 
@@ -28,46 +33,18 @@ pytestmark = pytest.mark.integration
 PLAYBOOK = os.path.join(ansible_run.REPO, "playbooks", "audit.yml")
 
 
-def v4(**kw):
-    runtimes = kw.pop("runtimes", None)
-    if runtimes is None:
-        runtimes = [runtime(V3, "runc"), runtime(V3, "nvidia", NV)]
-    return config(4, V3, runtimes, **kw)
-
-
 def plain(n, **kw):
-    n.write("etc/containerd/config.toml", v4(**kw))
-    n.runtime_binary()
-    n.write("var/lib/kubelet/config.yaml", KUBELET_SYSTEMD)
+    setup_plain_v3(n, version=4, **kw)
 
 
 def setup_healthy(n):
-    # explicit imports: 2.3 loads conf.d only when the file itself says so
-    plain(n, imports=[DROPINS])
-    n.write("etc/containerd/conf.d/50-nvidia-cdi.toml", "version = 4\n" + runtime(V3, "nvidia-cdi", NV_CDI))
+    lab21.setup_healthy(n, version=4)
     n.write("etc/containerd/conf.d/60-extra.toml", "version = 4\n" + runtime(V3, "nvidia-extra", NV))
-    n.runtime_binary("usr/bin/nvidia-container-runtime.cdi")
-    n.runtime_binary("usr/bin/nvidia-cdi-hook")
-    n.write("dev/nvidia0", "")
-    n.write("usr/lib/libcuda.so.550.54", "")
-    n.write("etc/cdi/nvidia.yaml", cdi_spec(n.path("dev/nvidia0"), n.path("usr/bin/nvidia-cdi-hook"),
-                                            n.path("usr/lib/libcuda.so.550.54")))
-
-
-def setup_missing(n):
-    plain(n, runtimes=[runtime(V3, "runc"), runtime(V3, "nvidia", NV), runtime(V3, "nvidia-legacy", NV)])
 
 
 def setup_dead_glob(n):
     plain(n, imports=[DROPINS])
     os.makedirs(n.path("etc/containerd/conf.d"))
-
-
-def setup_orphan(n):
-    plain(n, imports=[DROPINS])
-    n.write("etc/containerd/conf.d/10-runc.toml", "version = 4\n" + runtime(V3, "runc"))
-    n.write("etc/containerd/conf.d/20-nvidia.conf", "version = 4\n" + runtime(V3, "nvidia", NV))
-    n.write("etc/containerd/config.d/99-nvidia.toml", "version = 4\n" + runtime(V3, "nvidia-experimental", NV))
 
 
 def setup_no_imports(n):
@@ -76,65 +53,11 @@ def setup_no_imports(n):
     n.write("etc/containerd/conf.d/99-nvidia.toml", "version = 4\n" + runtime(V3, "nvidia-dropin", NV))
 
 
-def setup_v4_oldname(n):
-    plain(n, runtimes=[runtime(V3, "runc"), runtime(V2, "nvidia", NV)])
-
-
 def setup_v3_oldname(n):
     # measured: 2.3 migrates a version 3 file, the old plugin name included: no finding
     n.write("etc/containerd/config.toml", config(3, V2, [runtime(V2, "runc"), runtime(V2, "nvidia", NV)]))
     n.runtime_binary()
     n.write("var/lib/kubelet/config.yaml", KUBELET_SYSTEMD)
-
-
-def setup_mixed_v2(n):
-    n.write("etc/containerd/config.toml", config(2, V3, [runtime(V3, "runc"), runtime(V3, "nvidia", NV),
-                                                         runtime(V2, "kata-old")], cdi=None))
-    n.runtime_binary()
-    n.write("var/lib/kubelet/config.yaml", KUBELET_SYSTEMD)
-
-
-def setup_cdi_disabled(n):
-    n.write("etc/containerd/config.toml", v4(cdi=False, runtimes=[
-        runtime(V3, "runc"), runtime(V3, "nvidia", NV), runtime(V3, "nvidia-cdi", NV)]))
-    n.runtime_binary()
-    n.write("var/lib/kubelet/config.yaml", KUBELET_SYSTEMD)
-
-
-def setup_cdi_stale(n):
-    plain(n)
-    n.runtime_binary("usr/bin/nvidia-cdi-hook")
-    n.write("dev/nvidia0", "")
-    n.write("etc/cdi/nvidia.yaml", cdi_spec(n.path("dev/nvidia0"), n.path("usr/bin/nvidia-cdi-hook"),
-                                            n.path("usr/lib/libcuda.so.535.104.05")))
-
-
-def setup_kata(n):
-    plain(n, runtimes=[runtime(V3, "runc"), runtime(V3, "nvidia", NV),
-                       "[plugins.'%s'.containerd.runtimes.kata]\n  runtime_type = 'io.containerd.kata.v2'\n"
-                       "[plugins.'%s'.containerd.runtimes.kata.options]\n"
-                       "  ConfigPath = '{root}/opt/kata/configuration.toml'\n" % (V3, V3)])
-
-
-def setup_unreadable(n):
-    plain(n, imports=[DROPINS])
-    n.write("etc/containerd/conf.d/50-big.toml", "version = 4\n" + "# padding\n" * 110000 + runtime(V3, "runc"))
-
-
-def setup_refused(n):
-    # the GPU Operator's toolkit on 2.3 with a version 2 root writes a version 4 drop-in: exit 1
-    n.write("etc/containerd/config.toml", "version = 2\nimports = [%s]\n" % DROPINS)
-    n.write("etc/containerd/conf.d/99-nvidia.toml", "version = 4\n" + runtime(V3, "nvidia", NV))
-    n.runtime_binary()
-
-
-def setup_no_config(n):
-    os.rmdir(n.path("etc/containerd"))
-
-
-def setup_dev_zero(n):
-    n.write("etc/containerd/config.toml", v4(imports=['"/dev/zero"']))
-    n.runtime_binary()
 
 
 def setup_v1(n):
@@ -145,29 +68,30 @@ def setup_v1(n):
 
 NODES = {
     "healthy-23": (setup_healthy, {"gpurt_node_labels": CDI_LABEL}),
-    "missing-handler-23": (setup_missing, {"gpurt_node_labels": {"gpurt.test/typo": "true"}}),
+    "missing-handler-23": (partial(setup_missing_handler, version=4), {"gpurt_node_labels": {"gpurt.test/typo": "true"}}),
     "crun-23": (plain, {"gpurt_node_labels": {"gpurt.test/crun": "true"}}),
     "default-not-loaded-23": (lambda n: plain(n, default="crun"), {}),
     "blast-radius-23": (lambda n: plain(n, default="nvidia"), {}),
     "dead-glob-23": (setup_dead_glob, {}),
-    "orphan-23": (setup_orphan, {}),
+    "orphan-23": (partial(setup_orphan, version=4), {}),
     "no-imports-23": (setup_no_imports, {}),
-    "v4-oldname-23": (setup_v4_oldname, {}),
+    "v4-oldname-23": (lambda n: plain(n, runtimes=[runtime(V3, "runc"), runtime(V2, "nvidia", NV)]), {}),
     "v3-oldname-23": (setup_v3_oldname, {}),
     "v1-23": (setup_v1, {}),
     "mixed-v2-23": (setup_mixed_v2, {}),
-    "runtime-binary-23": (lambda n: n.write("etc/containerd/config.toml", v4()), {}),
-    "kata-23": (setup_kata, {}),
+    "runtime-binary-23": (lambda n: n.write("etc/containerd/config.toml", good_v3(version=4)), {}),
+    "kata-23": (partial(setup_kata_shim, version=4), {"gpurt_node_labels": KATA_LABEL}),
     "cgroup-23": (lambda n: plain(n, runtimes=[runtime(V3, "runc"), runtime(V3, "nvidia", NV, systemd=False)]), {}),
-    "cdi-disabled-23": (setup_cdi_disabled, {"gpurt_node_labels": CDI_LABEL}),
-    "cdi-stale-23": (setup_cdi_stale, {}),
+    "cdi-disabled-23": (partial(setup_cdi_disabled, version=4), {"gpurt_node_labels": CDI_LABEL}),
+    "cdi-stale-23": (partial(setup_cdi_stale, version=4), {}),
     "overhead-23": (plain, {"gpurt_node_labels": {"gpurt.test/overhead": "true"}, "gpurt_node_allocatable": {"cpu": "1"}}),
     "pool-a-23": (plain, {}),
     "pool-b-23": (lambda n: plain(n, runtimes=[runtime(V3, "runc")]), {}),
-    "unreadable-23": (setup_unreadable, {}),
-    "refused-23": (setup_refused, {}),
+    "unreadable-23": (partial(setup_unreadable, version=4), {}),
+    # the GPU Operator's toolkit on 2.3 with a version 2 root writes a version 4 drop-in: exit 1
+    "refused-23": (partial(setup_dropin_above_root, dropin_version=4), {}),
     "no-config-23": (setup_no_config, {}),
-    "dev-zero-23": (setup_dev_zero, {}),
+    "dev-zero-23": (partial(setup_dev_zero_import, version=4), {}),
 }
 GROUPS = {"gpu_pool_23": ["pool-a-23", "pool-b-23"]}
 
@@ -187,6 +111,7 @@ def lab(tmp_path_factory, containerd_23):
     (manifests / "20-overhead.yaml").write_text(RC_OVERHEAD)
     (manifests / "30-typo.yaml").write_text(RC_TYPO)
     (manifests / "base" / "crun.yaml").write_text(RC_CRUN)
+    (manifests / "base" / "kata.yaml").write_text(RC_KATA)
     inventory = ansible_run.write_inventory(str(base / "hosts.json"), hosts, group_vars={"gpurt_node_labels": {}},
                                             groups=GROUPS)
     before = snapshot(str(base / "nodes"))
@@ -200,25 +125,18 @@ def lab(tmp_path_factory, containerd_23):
 
 
 def findings(lab, name):
-    return lab["report"]["nodes"][name]["findings"]
+    return lab21.findings(lab["report"], name)
 
 
 def checks_of(lab, name):
-    return sorted(set(f["check"] for f in findings(lab, name)))
+    return lab21.checks_of(lab["report"], name)
 
 
 def only(lab, name, check):
-    items = [f for f in findings(lab, name) if f["check"] == check]
-    assert len(items) == 1, items
-    return items[0]
+    return lab21.only(lab["report"], name, check)
 
 
-def dumped(node):
-    rc, out, err = node.dump()
-    if rc != 0:
-        return rc, None, None, err
-    doc = tomllib.loads(out)
-    return rc, doc["plugins"][V3]["containerd"]["runtimes"], doc, err
+dumped = lab21.dumped
 
 
 def test_the_run_fails_changes_nothing_and_every_node_is_checked(lab):
@@ -309,7 +227,8 @@ def test_mixed_plugin_names_in_a_v2_file(lab):
 
 def test_runtime_binary_and_files(lab):
     assert checks_of(lab, "runtime-binary-23") == ["runtime_binary"]
-    assert checks_of(lab, "kata-23") == ["runtime_binary", "runtime_file"]
+    assert [(f["check"], f["severity"]) for f in findings(lab, "kata-23")] == [
+        ("runtime_binary", "error"), ("runtime_file", "error")]
 
 
 def test_cgroup_and_cdi(lab):
