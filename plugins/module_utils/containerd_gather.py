@@ -249,7 +249,7 @@ def runtime_path_facts(texts, containerd_bin, shim_dirs=()):
             continue
         name = shim_binary_name(runtime_type)
         if name:
-            extra = [d for d in SYSTEMD_PATH + tuple(shim_dirs or ()) + (os.path.dirname(containerd_bin),)]
+            extra = list(SYSTEMD_PATH + tuple(shim_dirs or ()) + (os.path.dirname(containerd_bin),))
             shims[runtime_type] = host_paths.path_facts(name, extra)
     return dict((p, host_paths.path_facts(p)) for p in sorted(paths)), shims
 

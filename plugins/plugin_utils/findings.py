@@ -673,8 +673,8 @@ def check_binaries(ctx):
             where = " (searched PATH, shim_dirs and the containerd binary's dir)" if facts.get("searched") else ""
             out.append(finding(
                 ctx.node, "runtime_binary", "error" if reached else "info", name,
-                "runtime '%s' uses %s %s, which %s on the node%s%s" % (name, what, path, state, where,
-                                                                        _unreachable_note(reached)),
+                "runtime '%s' uses %s %s, which %s on the node%s%s"
+                % (name, what, path, state, where, _unreachable_note(reached)),
                 "install the runtime (e.g. nvidia-container-toolkit, kata-containers, gVisor) or fix the config",
                 {"runtime": name, "what": what, "binary_name": path, "facts": facts, "reachable": reached},
             ))

@@ -164,8 +164,8 @@ def _finding_case(name, item, fail_on):
     else:
         body = "<system-out>%s</system-out>" % _body(["[%s] " % item["severity"] + text[0], text[1]])
         failed = False
-    return "    <testcase classname=%s name=%s>%s</testcase>" % (_attr("%s.%s" % (name, item["check"])),
-                                                                  _attr(case_name), body), failed
+    classname = _attr("%s.%s" % (name, item["check"]))
+    return "    <testcase classname=%s name=%s>%s</testcase>" % (classname, _attr(case_name), body), failed
 
 
 def to_junit(report):

@@ -259,11 +259,10 @@ def setup_refused_v3_17(n):
 
 def setup_kata_shim(n, version=3):
     # a non-runc runtime: its shim (containerd-shim-kata-v2) and its ConfigPath are on no path of the node
-    setup_plain_v3(n, version=version, runtimes=[runtime(V3, "runc"), runtime(V3, "nvidia", NV),
-                                '[plugins."%s".containerd.runtimes.kata]\n  runtime_type = "io.containerd.kata.v2"\n'
-                                '[plugins."%s".containerd.runtimes.kata.options]\n'
-                                '  ConfigPath = "{root}/opt/kata/share/defaults/kata-containers/configuration.toml"\n'
-                                % (V3, V3)])
+    kata = ('[plugins."%s".containerd.runtimes.kata]\n  runtime_type = "io.containerd.kata.v2"\n'
+            '[plugins."%s".containerd.runtimes.kata.options]\n'
+            '  ConfigPath = "{root}/opt/kata/share/defaults/kata-containers/configuration.toml"\n' % (V3, V3))
+    setup_plain_v3(n, version=version, runtimes=[runtime(V3, "runc"), runtime(V3, "nvidia", NV), kata])
 
 
 def setup_kata_ok(n):

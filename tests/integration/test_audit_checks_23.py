@@ -12,7 +12,6 @@ import json
 from functools import partial
 import os
 import subprocess
-import tomllib
 import xml.etree.ElementTree as ET
 
 import pytest
@@ -20,7 +19,7 @@ import pytest
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import findings as checks
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import loaded_config
 from tests.integration.test_audit_checks import (
-    CDI_LABEL, DROPINS, KATA_LABEL, KUBELET_SYSTEMD, NV, NV_CDI, RC_CRUN, RC_KATA, RC_OVERHEAD, RC_TYPO, RUNTIMECLASSES, V1, V2, V3, cdi_spec,
+    CDI_LABEL, DROPINS, KATA_LABEL, KUBELET_SYSTEMD, NV, RC_CRUN, RC_KATA, RC_OVERHEAD, RC_TYPO, RUNTIMECLASSES, V1, V2, V3,
     config, good_v3, runtime, setup_cdi_disabled, setup_cdi_stale, setup_dev_zero_import, setup_dropin_above_root,
     setup_kata_shim, setup_missing_handler, setup_mixed_v2, setup_no_config, setup_orphan, setup_plain_v3, setup_unreadable,
     snapshot)
@@ -346,7 +345,8 @@ set -e
 mount --make-rprivate /
 mount -t overlay overlay -o lowerdir=/etc,upperdir="$SCRATCH/upper",workdir="$SCRATCH/work" /etc
 mkdir -p /etc/containerd/conf.d
-printf "version = 4\n[plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.from-conf-d]\n  runtime_type = 'io.containerd.runc.v2'\n" > /etc/containerd/conf.d/x.toml
+printf "version = 4\n[plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.from-conf-d]\n" > /etc/containerd/conf.d/x.toml
+printf "  runtime_type = 'io.containerd.runc.v2'\n" >> /etc/containerd/conf.d/x.toml
 for config in "$@"; do
   echo "== $config"
   "$CONTAINERD" --config "$config" config dump 2>/dev/null | grep -E "^imports|runtimes\.[a-z-]+\]" || true

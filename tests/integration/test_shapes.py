@@ -8,8 +8,6 @@ so a RuntimeClass lands on a node only where the shape claims its handler.
 """
 import json
 import os
-import shutil
-import stat
 
 import pytest
 

@@ -778,8 +778,7 @@ class TestOverhead(object):
 
     def test_fits(self):
         rcs = [rc("kata", overhead={"cpu": "100m", "memory": "256Mi"})]
-        assert overhead(rcs, {}, {"cpu": "1", "memory": "1Gi"},
-                                     {"cpu": "900m", "memory": "768Mi"}) == []
+        assert overhead(rcs, {}, {"cpu": "1", "memory": "1Gi"}, {"cpu": "900m", "memory": "768Mi"}) == []
 
     def test_exactly_full_fits(self):
         rcs = [rc("kata", overhead={"cpu": "100m"})]
@@ -992,7 +991,7 @@ def test_readme_check_table_is_the_registry():
     start, end = "<!-- checks:start -->\n", "\n<!-- checks:end -->"
     assert start in text and end in text, "README.md lacks the generated check table markers"
     assert text[text.index(start) + len(start):text.index(end)] == checks.readme_table(), (
-        "README.md's check table is stale: run tools/readme-checks")
+        "README.md's check table is stale: run python3 tools/readme_checks.py")
 
 
 @pytest.mark.parametrize("text, shown", [

@@ -1,8 +1,7 @@
-#!/usr/bin/env python3
 """Regenerate README.md's check table from the check registry (plugins/plugin_utils/findings.py).
 
-    tools/readme-checks          rewrite the table between the checks:start / checks:end markers
-    tools/readme-checks --check  exit 1 when the README's table is stale
+    python3 tools/readme_checks.py          rewrite the table between the checks:start / checks:end markers
+    python3 tools/readme_checks.py --check  exit 1 when the README's table is stale
 """
 import os
 import sys
@@ -29,7 +28,7 @@ def main():
     _old, tail = rest.split(END, 1)
     new = head + START + findings.readme_table() + END + tail
     if "--check" in sys.argv[1:]:
-        sys.exit(0 if new == text else "README.md's check table is stale: run tools/readme-checks")
+        sys.exit(0 if new == text else "README.md's check table is stale: run python3 tools/readme_checks.py")
     if new != text:
         with open(path, "w") as handle:
             handle.write(new)
