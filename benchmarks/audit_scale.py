@@ -236,8 +236,8 @@ def ansible_env(workdir, forks, extra=None):
     return env
 
 
-def run_playbook(ansible_playbook, playbook, inventory, env, check):
-    argv = [ansible_playbook, "-i", inventory, playbook] + (["--check"] if check else [])
+def run_playbook(ansible_playbook, playbook, inventory, env, check, extra_args=()):
+    argv = [ansible_playbook, "-i", inventory, playbook] + (["--check"] if check else []) + list(extra_args)
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     proc = subprocess.run(argv, cwd=REPO, env=env, check=False, stdout=subprocess.PIPE, stderr=subprocess.PIPE,

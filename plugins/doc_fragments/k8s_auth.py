@@ -15,7 +15,10 @@ options:
     description:
       - Path to a kubeconfig file, or several joined with C(:) as in E(KUBECONFIG).
       - Can also be set with E(K8S_AUTH_KUBECONFIG).
-      - When neither this nor O(host) is set, E(KUBECONFIG) and then C(~/.kube/config) are read.
+      - When neither this nor O(host) is set, E(KUBECONFIG) and then C(~/.kube/config) are read;
+        when neither exists, the module uses the service account of the pod it runs in (in-cluster, from
+        E(KUBERNETES_SERVICE_HOST), E(KUBERNETES_SERVICE_PORT), and the token and C(ca.crt) in
+        C(/var/run/secrets/kubernetes.io/serviceaccount)).
       - When both this and O(host) are set, the kubeconfig is loaded and O(host), O(api_key),
         O(validate_certs), O(ca_cert), O(client_cert) and O(client_key) override it.
     type: path
@@ -32,6 +35,10 @@ options:
   api_key:
     description:
       - A bearer token, sent in the C(Authorization) header. Never logged or returned.
+      - Surrounding whitespace is stripped, so a token read from a file (C(kubectl create token > f))
+        or a YAML C(|) block works. The same holds for a kubeconfig's C(token) or C(tokenFile).
+      - No message of the module shows a token, in any form (as is, stripped or escaped), whatever
+        the verbosity; nor tokenFile contents, exec-plugin or service-account tokens, or a proxy password.
       - Can also be set with E(K8S_AUTH_API_KEY).
     type: str
   validate_certs:
@@ -60,6 +67,32 @@ options:
       - Can also be set with E(K8S_AUTH_KEY_FILE).
     type: path
     aliases: [key_file]
+  proxy:
+    description:
+      - An HTTP proxy for the apiserver connection, such as C(http://proxy.example:3128); HTTPS
+        apiservers are reached through it with C(CONNECT). Credentials in the URL
+        (C(http://user:password@proxy.example:3128)) are sent as C(Proxy-Authorization).
+      - Overrides the kubeconfig cluster's C(proxy-url).
+      - Can also be set with E(K8S_AUTH_PROXY).
+    type: str
+  no_proxy:
+    description:
+      - Comma-separated hosts that are reached without O(proxy) - C(*), a host name or domain
+        (C(.example.com) and C(example.com) also match its subdomains), an IP address or CIDR, or C(host:port).
+      - Can also be set with E(K8S_AUTH_NO_PROXY).
+    type: str
+  impersonate_user:
+    description:
+      - Act as this user (C(Impersonate-User)); the identity authenticated must be allowed to
+        impersonate it.
+      - Can also be set with E(K8S_AUTH_IMPERSONATE_USER).
+    type: str
+  impersonate_groups:
+    description:
+      - Act as a member of these groups (one C(Impersonate-Group) header each).
+      - Can also be set with E(K8S_AUTH_IMPERSONATE_GROUPS), comma-separated.
+    type: list
+    elements: str
 requirements:
   - The kubernetes Python client, on the host that runs the module (the controller with
     C(delegate_to=localhost))
@@ -74,12 +107,6 @@ options:
         is complete, so this only trades request count against response size.
     type: int
     default: 500
-  retries:
-    description:
-      - How many times a request is retried after a 5xx, a 429, a timeout or a connection error,
-        with exponential backoff. 401, 403 and 404 are never retried.
-    type: int
-    default: 3
   on_invalid:
     description:
       - What to do with an object missing a required field (a RuntimeClass without
@@ -95,9 +122,15 @@ notes:
     C(rbac/runtime-gate-audit.yaml) in this collection grants exactly that.
 """
 
-    # Backoff and timeout of every request, list or write.
+    # Retries, backoff, timeout and deadline of every request, list or write.
     REQUEST_OPTIONS = r"""
 options:
+  retries:
+    description:
+      - How many times a request is retried after a 5xx, a 429, a timeout or a connection error,
+        with exponential backoff. 400, 401, 403, 404, 409, 410 and 422 are never retried.
+    type: int
+    default: 3
   retry_delay:
     description:
       - Seconds before the first retry; each next retry waits twice as long. A 429's
@@ -106,7 +139,14 @@ options:
     default: 0.5
   request_timeout:
     description:
-      - Seconds one request may take before it counts as timed out.
+      - Seconds one request may take, from connecting to the last byte of the answer, before it
+        counts as timed out (and is retried). An answer that trickles in slowly times out too.
     type: float
     default: 30
+  deadline:
+    description:
+      - Seconds all the API calls of the task may take together, retries and backoff included. When
+        it passes the task fails, whatever the server still sends.
+    type: float
+    default: 120
 """

@@ -212,15 +212,15 @@ def _top_level(text):
     return text[:match.start()] if match else text
 
 
-def _array_body(text, start):
-    """The string literals of a TOML array whose '[' is at text[start], skipping comments;
-    None when the array is not closed."""
+def _array_span(text, start):
+    """(string literals, end index after ']') of a TOML array whose '[' is at text[start],
+    skipping comments; None when the array is not closed."""
     items = []
     index = start + 1
     while index < len(text):
         char = text[index]
         if char == "]":
-            return items
+            return items, index + 1
         if char == "#":
             newline = text.find("\n", index)
             index = len(text) if newline < 0 else newline + 1
@@ -244,7 +244,27 @@ def string_array(text, key):
     match = re.search(_ARRAY_START % re.escape(key), text, re.MULTILINE)
     if not match:
         return None
-    return _array_body(text, match.end() - 1)
+    span = _array_span(text, match.end() - 1)
+    return span[0] if span else None
+
+
+def without_top_level_array(text, key):
+    """The text with its top-level ``key = [...]`` assignment removed (the rest byte for byte);
+    the text unchanged when there is none; None when the array is not closed."""
+    top = _top_level(text)
+    match = re.search(_ARRAY_START % re.escape(key), top, re.MULTILINE)
+    if not match:
+        return text
+    span = _array_span(text, match.end() - 1)
+    if span is None:
+        return None
+    end = span[1]
+    newline = text.find("\n", end)
+    rest = text[end:] if newline < 0 else text[end:newline]
+    if rest.strip() and not rest.strip().startswith("#"):
+        return None  # something follows the array on its line: not a shape to cut safely
+    end = len(text) if newline < 0 else newline + 1
+    return text[:match.start()] + text[end:]
 
 
 def top_level_imports(text):

@@ -64,6 +64,16 @@ def import_matches(pattern, config_path, base_dir=None):
     return resolved, [resolved] if os.path.isfile(resolved) else []
 
 
+def glob_matches_path(pattern, path):
+    """Whether an imports entry would load path, as containerd reads entries: only an entry
+    containing '*' is a glob (Go's filepath.Match per path segment), any other is one path."""
+    if "*" not in pattern:
+        return os.path.normpath(pattern) == os.path.normpath(path)
+    want = pattern.split("/")
+    have = path.split("/")
+    return len(want) == len(have) and all(_segment_matches(name, seg) for name, seg in zip(have, want))
+
+
 _CHUNK = 65536
 
 

@@ -17,6 +17,7 @@ from ansible_collections.gpurt.runtime_gate.plugins.module_utils import runtimec
 
 def argument_spec(**extra):
     spec = dict(kube.AUTH_ARG_SPEC)
+    spec.update(kube.REQUEST_ARG_SPEC)
     spec.update(kube.LIST_ARG_SPEC)
     spec.update(
         src=dict(type="path"),
@@ -32,7 +33,7 @@ def new_result(**extra):
     return result
 
 
-def _collect(module, result, kind, resource, keep, list_kwargs):
+def _collect(module, result, kind, resource, keep, list_kwargs, secrets):
     params = module.params
     if params["src"]:
         result["source"] = params["src"]
@@ -41,25 +42,26 @@ def _collect(module, result, kind, resource, keep, list_kwargs):
     result["source"] = "cluster"
     if not kube.HAS_KUBERNETES:
         module.fail_json(msg=missing_required_lib("kubernetes") + " (or set src to read manifests)", **result)
-    with kube.lister_from_params(params) as lister:
-        result["server"] = lister.server
+    with kube.session_from_params(params) as session:
+        secrets.append(session.secrets)
+        result["server"] = session.server
         try:
-            items = lister.list_all(resource, **list_kwargs)
+            items = session.list_all(resource, **list_kwargs)
         finally:
-            result.update(lister.counts())
+            result.update(session.counts())
     return [(item, "cluster") for item in items]
 
 
 def list_normalized(module, result, kind, resource, keep=None, **list_kwargs):
     """Normalized objects of kind from O(src) (those keep() accepts) or the cluster; fails the
     module on any error, and on invalid objects unless on_invalid=warn."""
+    secrets = [kube.known_secrets(module.params)]
     try:
-        pairs = _collect(module, result, kind, resource, keep, list_kwargs)
+        pairs = _collect(module, result, kind, resource, keep, list_kwargs, secrets)
     except (kube.KubeError, ValueError) as exc:
-        module.fail_json(msg=str(exc), **result)
+        module.fail_json(msg=secrets[-1].scrub(str(exc)), **result)
     except Exception as exc:  # a failed result, never a traceback
-        module.fail_json(msg=kube.scrub("unexpected %s: %s" % (type(exc).__name__, exc),
-                                        kube.known_secrets(module.params)), **result)
+        module.fail_json(msg=secrets[-1].scrub("unexpected %s: %s" % (type(exc).__name__, exc)), **result)
     items, problems = runtimeclasses.normalize_objects(pairs, kind)
     result["invalid"] = problems
     if problems and module.params["on_invalid"] == "fail":

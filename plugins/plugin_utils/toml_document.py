@@ -59,11 +59,13 @@ def _string(value):
     return '"%s"' % "".join(out)
 
 
-def _key(key):
-    return key if _BARE_KEY.fullmatch(key) else _string(key)
+def key(name):
+    """A key as TOML spells it: bare when it can be, else a quoted string."""
+    return name if _BARE_KEY.fullmatch(name) else _string(name)
 
 
-def _value(value):
+def literal(value):
+    """A value as a TOML literal."""
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, int):
@@ -79,9 +81,9 @@ def _value(value):
     if isinstance(value, (datetime.datetime, datetime.date, datetime.time)):
         return value.isoformat()
     if isinstance(value, (list, tuple)):
-        return "[%s]" % ", ".join(_value(item) for item in value)
+        return "[%s]" % ", ".join(literal(item) for item in value)
     if isinstance(value, dict):
-        return "{%s}" % ", ".join("%s = %s" % (_key(k), _value(v)) for k, v in value.items())
+        return "{%s}" % ", ".join("%s = %s" % (key(k), literal(v)) for k, v in value.items())
     raise TomlError("cannot write a %s as TOML" % type(value).__name__)
 
 
@@ -96,24 +98,24 @@ def _emit(lines, path, table, depth):
     tables = [(k, v) for k, v in table.items() if isinstance(v, dict)]
     arrays = [(k, v) for k, v in table.items() if _is_table_array(v)]
     indent = "  " * depth
-    for key, value in scalars:
-        lines.append("%s%s = %s" % (indent, _key(key), _value(value)))
-    for key, value in tables:
-        sub = path + [key]
+    for name, value in scalars:
+        lines.append("%s%s = %s" % (indent, key(name), literal(value)))
+    for name, value in tables:
+        sub = path + [name]
         has_scalars = any(not isinstance(v, dict) and not _is_table_array(v) for v in value.values())
         if has_scalars or not value:
             if lines and lines[-1] != "":
                 lines.append("")
-            lines.append("%s[%s]" % (indent, ".".join(_key(k) for k in sub)))
+            lines.append("%s[%s]" % (indent, ".".join(key(k) for k in sub)))
             _emit(lines, sub, value, depth + 1)
         else:
             _emit(lines, sub, value, depth)
-    for key, items in arrays:
-        sub = path + [key]
+    for name, items in arrays:
+        sub = path + [name]
         for item in items:
             if lines and lines[-1] != "":
                 lines.append("")
-            lines.append("%s[[%s]]" % (indent, ".".join(_key(k) for k in sub)))
+            lines.append("%s[[%s]]" % (indent, ".".join(key(k) for k in sub)))
             _emit(lines, sub, item, depth + 1)
 
 

@@ -8,7 +8,7 @@ import textwrap
 
 import pytest
 
-from tests.lib.fake_apiserver import FakeApiServer, write_kubeconfig
+from tests.lib.fake_apiserver import FakeApiServer, status_body, write_kubeconfig
 
 pytestmark = pytest.mark.integration
 
@@ -246,8 +246,76 @@ def test_fake_apiserver_runs_as_a_process(tmp_path):
         line = proc.stdout.readline()
         port = int(port_file.read_text())
         assert line.strip() == "FAKE_APISERVER_URL=http://127.0.0.1:%d" % port
-        with kube.lister_from_params(dict(kubeconfig=str(kubeconfig)), environ={}) as client:
+        with kube.session_from_params(dict(kubeconfig=str(kubeconfig)), environ={}) as client:
             assert len(client.list_all("nodes")) == len(NODES)
     finally:
         proc.terminate()
         assert proc.wait(timeout=10) == 0
+
+
+# ----- a token ending in a newline, from every source, never printed ----------------------
+
+NEWLINE_TOKEN = "s3cr3t-nl-token-4d2c9e"
+
+
+def vaulted_vars(tmp_path, name, value):
+    """A vars file holding value encrypted with ansible-vault, and its password file."""
+    password = tmp_path / "vault-pass"
+    password.write_text("vault-test-password\n")
+    proc = subprocess.run([os.path.join(BIN, "ansible-vault"), "encrypt_string", "--vault-password-file",
+                           str(password), "--stdin-name", name], input=value, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, universal_newlines=True, check=True)
+    path = tmp_path / "vault-vars.yml"
+    path.write_text(proc.stdout)
+    return str(path), str(password)
+
+
+@pytest.mark.parametrize("source", ["vaulted gpurt_k8s_api_key", "K8S_AUTH_API_KEY", "kubeconfig token: |",
+                                    "kubeconfig tokenFile"])
+def test_a_token_ending_in_a_newline_works_and_is_never_printed(ansible_env, tmp_path, source):
+    token = NEWLINE_TOKEN + "\n"
+    with FakeApiServer(runtimeclasses=RUNTIMECLASSES, nodes=NODES, token=NEWLINE_TOKEN) as fake:
+        extra = []
+        if source == "vaulted gpurt_k8s_api_key":
+            path, password = vaulted_vars(tmp_path, "gpurt_k8s_api_key", token)
+            args = "host=%s api_key={{ gpurt_k8s_api_key }}" % fake.url
+            extra = ["-e", "@" + path, "--vault-password-file", password]
+        elif source == "K8S_AUTH_API_KEY":
+            ansible_env.update(K8S_AUTH_HOST=fake.url, K8S_AUTH_API_KEY=token)
+            args = ""
+        elif source == "kubeconfig token: |":
+            kubeconfig = tmp_path / "kubeconfig"
+            kubeconfig.write_text(textwrap.dedent("""\
+                apiVersion: v1
+                kind: Config
+                current-context: c
+                clusters: [{name: k, cluster: {server: '%s'}}]
+                contexts: [{name: c, context: {cluster: k, user: u}}]
+                users:
+                - name: u
+                  user:
+                    token: |
+                      %s
+                """) % (fake.url, NEWLINE_TOKEN))
+            args = "kubeconfig=%s" % kubeconfig
+        else:
+            (tmp_path / "token").write_text(token)  # kubectl create token ... > token
+            kubeconfig = write_kubeconfig(str(tmp_path / "kubeconfig"), fake.url)
+            text = (tmp_path / "kubeconfig").read_text().replace("user: {}", "user: {tokenFile: %s}"
+                                                                 % (tmp_path / "token"))
+            (tmp_path / "kubeconfig").write_text(text)
+            args = "kubeconfig=%s" % kubeconfig
+        rc, result, output = adhoc(ansible_env, "node_info", args, "-vvv", *extra)
+        assert rc == 0, output
+        assert len(result["nodes"]) == 3
+        assert [r["auth"] for r in fake.list_requests("nodes")] == ["ok"]
+        assert NEWLINE_TOKEN not in output
+
+        # A server that echoes the header it got, raw and escaped, in its error.
+        echo = "got Authorization: Bearer %s / %r / %s" % (token, "Bearer " + token, json.dumps(token))
+        fake.respond_always("nodes", {"status": 500, "body": status_body(500, echo)})
+        rc, result, output = adhoc(ansible_env, "node_info", (args + " retries=0").strip(), "-vvv", *extra)
+        assert rc == 2, output
+        assert "500 Internal Server Error" in result["msg"]
+        assert NEWLINE_TOKEN not in output
+        assert "s3cr3t" not in output

@@ -1,15 +1,24 @@
-"""Issue 3: the containerd_runtime role against the real containerd 1.6, 1.7 and 2.1 binaries,
-through the real ansible-playbook over a multi-node local inventory."""
+"""Issue 8: the containerd_runtime role on nodes that other tools co-own.
+
+Each node is a shape that a real tool publishes (tests/fixtures/shapes: nvidia-ctk, the GPU Operator,
+EKS AL2023, kubespray, k3s, AgentBaker, kata) or an empty node, loaded by the real containerd 1.6,
+1.7, 2.1 and 2.3.4, through the real ansible-playbook over one multi-node local inventory. For each:
+`--check` changes no byte anywhere; the run either leaves the real `config dump` with everything it
+had plus the requested runtimes, or refuses the node before any byte changed; the second run is
+changed=0.
+"""
 import glob
-import hashlib
-import json
 import os
+import subprocess
+import tempfile
+import tomllib
 
 import pytest
 
 from tests.lib import ansible_run
+from tests.lib import containerd_bins
+from tests.lib import shapes
 from tests.lib.nodes import Node
-from tests.lib.containerd_bins import dump
 
 pytestmark = pytest.mark.integration
 REPO = ansible_run.REPO
@@ -19,40 +28,129 @@ RUNTIMECLASSES = """apiVersion: node.k8s.io/v1
 kind: RuntimeClass
 metadata: {name: nvidia}
 handler: nvidia
----
-apiVersion: node.k8s.io/v1
-kind: RuntimeClass
-metadata: {name: nvidia-cdi}
-handler: nvidia-cdi
-scheduling:
-  nodeSelector: {cdi: "yes"}
 """
 
+HAS_23 = containerd_bins.shared_binary("2.3") is not None
 
-def role_playbook(tmp_path):
-    path = tmp_path / "role.yml"
-    path.write_text("- hosts: all\n  gather_facts: false\n  roles:\n    - gpurt.runtime_gate.containerd_runtime\n")
-    return str(path)
+# (node, shape or None for an empty node, containerd, runtimes asked for, extra vars, expected outcome)
+CASES = [
+    ("empty-16", None, "1.6", "nvidia", {}, "write"),
+    ("empty-17", None, "1.7", "nvidia+cdi", {}, "write"),
+    ("empty-21", None, "2.1", "nvidia+cdi", {}, "write"),
+    ("empty-23", None, "2.3", "nvidia+cdi", {}, "write"),
+    # nvidia-ctk's drop-in mode already registered both: adopted, nothing written.
+    ("ctk-complex-17", "nvidia-ctk-v2-complex-1.7", "1.7", "nvidia+cdi", {}, "noop"),
+    ("ctk-complex-21", "nvidia-ctk-v2-complex-2.1", "2.1", "nvidia+cdi", {}, "noop"),
+    # ... and a runtime it does not have goes next to its 99-nvidia.toml, which stays untouched.
+    ("ctk-complex-17-kata", "nvidia-ctk-v2-complex-1.7", "1.7", "kata", {}, "write"),
+    # On 2.1 its version 3 drop-in over a version 2 root makes 2.1 ignore the root's CRI keys; a version 2
+    # drop-in makes 2.1 read them again: the sandbox image and registry change, so the node is refused ...
+    ("ctk-complex-21-kata", "nvidia-ctk-v2-complex-2.1", "2.1", "kata", {}, "refuse"),
+    # ... unless the user accepts those two changes on purpose.
+    ("ctk-complex-21-kata-accept", "nvidia-ctk-v2-complex-2.1", "2.1", "kata",
+     {"containerd_runtime_accept_changes": ['plugins."io.containerd.cri.v1.images".pinned_images.sandbox',
+                                            'plugins."io.containerd.cri.v1.images".registry.config_path']}, "write"),
+    # nvidia-ctk --set-as-default (version 3): the default stays nvidia.
+    ("ctk-v3-default", "nvidia-ctk-v3-default", "2.1", "nvidia+cdi", {}, "write"),
+    # EKS AL2023 GPU: default nvidia with base_runtime_spec, kept.
+    ("eks-21", "eks-al2023-gpu", "2.1", "nvidia+cdi", {}, "write"),
+    ("eks-23", "eks-al2023-gpu", "2.3", "nvidia+cdi", {}, "write"),
+    ("eks-17", "eks-al2023-gpu-1.7", "1.7", "nvidia+cdi", {}, "write"),
+    # containerd 1.7: kata / a site's sandbox image and registry in a neighbour drop-in survive.
+    ("kata-neighbour-17", "kata-neighbour-1.7", "1.7", "nvidia+cdi", {}, "write"),
+    ("kata-ctk-17", "kata-plus-nvidia-ctk-1.7", "1.7", "nvidia+cdi", {}, "write"),
+    ("site-cri-17", "site-cri-dropin-1.7", "1.7", "nvidia+cdi", {}, "write"),
+    ("site-partial-17", "site-partial-dropin-1.7", "1.7", "nvidia+cdi", {}, "write"),
+    # The GPU Operator's toolkit paths: adopted.
+    ("gpu-operator-17", "gpu-operator", "1.7", "operator", {}, "noop"),
+    # kubespray owns config.toml: only an imports entry is added, its comments stay.
+    ("kubespray-17", "kubespray", "1.7", "nvidia+cdi", {}, "write"),
+    ("kubespray-v3-21", "kubespray-v3", "2.1", "nvidia+cdi", {}, "write"),
+    ("kubespray-v4-23", "kubespray-v4", "2.3", "nvidia+cdi", {}, "write"),
+    # 2.3.4 with a version 2 main file: the drop-ins stay at version 2 (2.3 refuses a higher one).
+    ("kubespray-v2-on-23", "kubespray", "2.3", "nvidia+cdi", {}, "write"),
+    # AgentBaker: runtimes under both plugin names in a version 2 file.
+    ("agentbaker-21", "agentbaker-kata", "2.1", "nvidia", {}, "write"),
+    ("already-correct-21", "already-correct-2.1", "2.1", "nvidia", {}, "noop"),
+    # Refused before any byte changes:
+    ("latin1-17", "latin1-comment-1.7", "1.7", "nvidia+cdi", {}, "refuse"),
+    ("v1-17", "version1-file", "1.7", "nvidia", {}, "refuse"),
+    ("v1-21", "version1-file", "2.1", "nvidia", {}, "refuse"),  # 2.1's own migrate drops the keys
+    ("k3s-17", "k3s", "1.7", "kata", {}, "refuse"),
+    ("gpu-operator-v4-23", "gpu-operator-v4-dropin-2.3", "2.3", "nvidia", {}, "refuse"),
+    # 2.3.4 migrates a version 1 file faithfully: migrated, nothing lost.
+    ("v1-23", "version1-file", "2.3", "nvidia", {}, "write"),
+]
+CASES = [c for c in CASES if HAS_23 or c[2] != "2.3"]
+OUTCOME = dict((c[0], c[5]) for c in CASES)
+ACCEPTED = {"ctk-complex-21-kata-accept": [("plugins", "io.containerd.cri.v1.images", "pinned_images", "sandbox"),
+                                           ("plugins", "io.containerd.cri.v1.images", "registry", "config_path")]}
 
 
-def node_vars(node, cdi=True, **extra):
-    binary = node.runtime_binary()
-    facts = node.host_vars(
-        containerd_runtime_runtimes=[{"name": "nvidia", "binary_name": binary}],
-        containerd_runtime_enable_nvidia_cdi=cdi,
-        containerd_runtime_nvidia_cdi={"name": "nvidia-cdi", "binary_name": binary, "cdi": True},
-        containerd_runtime_restart_command=["sh", "-c", "echo restarted >> %s" % node.path("restarts.log")],
-        gpurt_node_labels={"cdi": "yes" if cdi else "no"},
-    )
+def runtimes_for(kind, node):
+    nvidia = {"name": "nvidia", "binary_name": node.path("usr/bin/nvidia-container-runtime")}
+    cdi = {"name": "nvidia-cdi", "binary_name": node.path("usr/bin/nvidia-container-runtime.cdi")}
+    if kind == "nvidia":
+        return [nvidia]
+    if kind == "nvidia+cdi":
+        return [nvidia, cdi]
+    if kind == "kata":
+        return [{"name": "kata", "runtime_type": "io.containerd.kata.v2"}]
+    if kind == "operator":
+        return [dict(nvidia, binary_name=node.path("usr/local/nvidia/toolkit/nvidia-container-runtime")),
+                dict(cdi, binary_name=node.path("usr/local/nvidia/toolkit/nvidia-container-runtime.cdi"))]
+    raise ValueError(kind)
+
+
+def make_node(base, name, shape, version):
+    if shape is not None:
+        node = shapes.install(base, name, shape, version)
+    else:
+        node = Node(base, name, version)
+        node.config_rel, node.kubelet_rel = "etc/containerd/config.toml", "var/lib/kubelet/config.yaml"
+    for rel in ("usr/bin/nvidia-container-runtime", "usr/bin/nvidia-container-runtime.cdi"):
+        if not os.path.exists(node.path(rel)):  # the toolkit package installs both
+            node.runtime_binary(rel)
+    return node
+
+
+def node_vars(node, kind, extra):
+    facts = {
+        "gpurt_containerd_bin": node.binary,
+        "gpurt_containerd_config_path": node.path(node.config_rel),
+        "gpurt_kubelet_config_path": node.path(node.kubelet_rel),
+        "containerd_runtime_runtimes": runtimes_for(kind, node),
+        "containerd_runtime_backup_dir": node.path("var/backups/gpurt-runtime-gate"),
+        "containerd_runtime_restart_command": ["sh", "-c", "echo restarted >> %s" % node.path("restarts.log")],
+    }
     facts.update(extra)
     return facts
 
 
-def loaded(node):
-    from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import loaded_config
-    rc, out, err = dump(node.binary, node.config_path)
-    assert rc == 0, err
-    return loaded_config.summarize_dump(out), err
+def real_dump(node):
+    """(rc, parsed dump or None, stderr) of the real containerd loading the node's files (its defaults
+    when there is no main config: what the daemon runs on then)."""
+    config = node.path(node.config_rel)
+    argv = [node.binary, "--config", config, "config", "dump"] if os.path.exists(config) else [node.binary, "config", "default"]
+    proc = subprocess.run(argv, cwd="/", check=False,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, timeout=60)
+    return proc.returncode, tomllib.loads(proc.stdout) if proc.returncode == 0 else None, proc.stderr
+
+
+def leaves(doc, prefix=()):
+    out = {}
+    for key, value in doc.items():
+        if isinstance(value, dict) and value:
+            out.update(leaves(value, prefix + (key,)))
+        else:
+            out[prefix + (key,)] = value
+    return out
+
+
+def cri_runtimes(doc):
+    plugin = "io.containerd.grpc.v1.cri" if "io.containerd.grpc.v1.cri" in doc["plugins"] and \
+        "containerd" in doc["plugins"]["io.containerd.grpc.v1.cri"] else "io.containerd.cri.v1.runtime"
+    return plugin, doc["plugins"][plugin]["containerd"]
 
 
 def restarts(node):
@@ -63,210 +161,189 @@ def restarts(node):
         return 0
 
 
-def tree(node):
-    out = {}
-    for path in sorted(glob.glob(node.path("etc/containerd/**"), recursive=True)):
-        if os.path.isfile(path):
-            with open(path, "rb") as handle:
-                out[path] = hashlib.sha256(handle.read()).hexdigest()
-    return out
+def staging_dirs():
+    return set(glob.glob(os.path.join(tempfile.gettempdir(), "gpurt-stage-*")) +
+               glob.glob(os.path.join(tempfile.gettempdir(), "gpurt-migrate-*")))
+
+
+def role_playbook(path):
+    path.write_text("- hosts: all\n  gather_facts: false\n  roles:\n    - gpurt.runtime_gate.containerd_runtime\n")
+    return str(path)
 
 
 @pytest.fixture(scope="module")
 def fleet(tmp_path_factory, containerd):
-    """Nodes that start from: nothing (each version), a v2 file on 2.1 (migrated), a v3 file on
-    1.6 (which 1.6 would silently half-ignore), and 1.7's own default config."""
-    base = tmp_path_factory.mktemp("role")
-    nodes = {
-        "empty-1.6": Node(base, "empty-1.6", "1.6"),
-        "empty-1.7": Node(base, "empty-1.7", "1.7"),
-        "empty-2.1": Node(base, "empty-2.1", "2.1"),
-        "v2-on-2.1": Node(base, "v2-on-2.1", "2.1"),
-        "v3-on-1.6": Node(base, "v3-on-1.6", "1.6"),
-        "default-1.7": Node(base, "default-1.7", "1.7"),
-    }
-    nodes["v2-on-2.1"].write("etc/containerd/config.toml", (
-        'version = 2\nimports = ["/opt/other/*.toml"]\n'
-        '[plugins."io.containerd.grpc.v1.cri"]\n  sandbox_image = "registry.example/pause:3.9"\n'))
-    nodes["v3-on-1.6"].write("etc/containerd/config.toml", (
-        'version = 3\n[plugins."io.containerd.cri.v1.runtime".containerd.runtimes.nvidia]\n'
-        '  runtime_type = "io.containerd.runc.v2"\n'))
-    import subprocess
-    default = subprocess.run([containerd["1.7"], "config", "default"], stdout=subprocess.PIPE,
-                             universal_newlines=True, check=True).stdout
-    nodes["default-1.7"].write("etc/containerd/config.toml", default)
-    nodes["default-1.7"].write("var/lib/kubelet/config.yaml", "kind: KubeletConfiguration\ncgroupDriver: systemd\n")
-    hosts = dict((name, node_vars(node, cdi=not name.endswith("1.6"))) for name, node in nodes.items())
-    manifests = base / "runtimeclasses.yaml"
-    manifests.write_text(RUNTIMECLASSES)
-    inventory = ansible_run.write_inventory(str(base / "inventory.json"), hosts,
-                                            group_vars={"gpurt_runtimeclasses_src": str(manifests)})
-    return {"base": base, "nodes": nodes, "inventory": inventory}
+    base = tmp_path_factory.mktemp("fleet")
+    nodes = {}
+    hosts = {}
+    for name, shape, version, kind, extra, _outcome in CASES:
+        node = make_node(base, name, shape, version)
+        nodes[name] = node
+        hosts[name] = node_vars(node, kind, extra)
+    inventory = ansible_run.write_inventory(str(base / "inventory.json"), hosts)
+    return {"base": base, "nodes": nodes, "inventory": inventory, "playbook": role_playbook(base / "role.yml")}
 
 
 @pytest.fixture(scope="module")
 def runs(fleet):
-    before = dict((name, tree(node)) for name, node in fleet["nodes"].items())
-    check = ansible_run.playbook(REMEDIATE, fleet["inventory"], check=True, diff=True)
-    after_check = dict((name, tree(node)) for name, node in fleet["nodes"].items())
-    first = ansible_run.playbook(REMEDIATE, fleet["inventory"])
-    restarts_after_first = dict((name, restarts(node)) for name, node in fleet["nodes"].items())
-    second = ansible_run.playbook(REMEDIATE, fleet["inventory"])
-    restarts_after_second = dict((name, restarts(node)) for name, node in fleet["nodes"].items())
-    return {"check": check, "first": first, "second": second, "before": before, "after_check": after_check,
-            "restarts_first": restarts_after_first, "restarts_second": restarts_after_second}
+    nodes = fleet["nodes"]
+    before = dict((n, shapes.tree(node.root)) for n, node in nodes.items())
+    dumps_before = dict((n, real_dump(node)) for n, node in nodes.items())
+    stages_before = staging_dirs()
+    check = ansible_run.playbook(fleet["playbook"], fleet["inventory"], check=True, diff=True)
+    after_check = dict((n, shapes.tree(node.root)) for n, node in nodes.items())
+    stages_after_check = staging_dirs()
+    first = ansible_run.playbook(fleet["playbook"], fleet["inventory"], diff=True)
+    after_first = dict((n, shapes.tree(node.root)) for n, node in nodes.items())
+    restarts_first = dict((n, restarts(node)) for n, node in nodes.items())
+    second = ansible_run.playbook(fleet["playbook"], fleet["inventory"])
+    restarts_second = dict((n, restarts(node)) for n, node in nodes.items())
+    return locals()
 
 
-def test_check_mode_changes_no_file_and_shows_diffs(runs):
-    assert runs["check"].rc == 0, runs["check"]
-    assert runs["before"] == runs["after_check"]
-    assert runs["check"].changed() > 0  # it does report what it would change
-    assert "+++ after: " in runs["check"].out
-    assert all(n == 0 for n in runs["restarts_first"].values()) is False
+def test_check_mode_changes_no_byte_and_leaves_no_staging_dir(runs):
+    assert runs["after_check"] == runs["before"]
+    assert runs["stages_after_check"] == runs["stages_before"]
+    assert "Traceback" not in runs["check"].text
 
 
-def test_first_run_changes_and_second_is_idempotent(runs, fleet):
-    assert runs["first"].rc == 0, runs["first"]
-    for name in fleet["nodes"]:
-        assert runs["first"].recap[name]["changed"] > 0, name
-    assert runs["second"].rc == 0, runs["second"]
-    assert runs["second"].changed() == 0, runs["second"]
+def test_check_mode_predicts_the_outcome(runs):
+    recap = runs["check"].recap
+    for name, outcome in OUTCOME.items():
+        if outcome == "refuse":
+            assert recap[name]["failed"] == 1, (name, runs["check"])
+        else:
+            assert recap[name]["failed"] == 0, (name, runs["check"])
+            assert recap[name]["changed"] == (1 if outcome == "write" else 0), (name, runs["check"])
+    assert "+++ after: " in runs["check"].out  # --diff shows the files ...
+    assert "loaded config after the change" in runs["check"].out  # ... and the loaded config
 
 
-def test_handler_fires_only_on_change(runs):
-    assert all(count == 1 for count in runs["restarts_first"].values()), runs["restarts_first"]
-    assert runs["restarts_second"] == runs["restarts_first"]
-
-
-@pytest.mark.parametrize("name", ["empty-1.6", "empty-1.7", "empty-2.1", "v2-on-2.1", "v3-on-1.6", "default-1.7"])
-def test_real_dump_has_every_requested_runtime(runs, fleet, name):
+@pytest.mark.parametrize("name", sorted(OUTCOME))
+def test_first_run_keeps_everything_the_node_loaded(runs, fleet, name):
     node = fleet["nodes"][name]
-    summary, stderr = loaded(node)
-    expected = ["nvidia", "runc"] if name.endswith("1.6") else ["nvidia", "nvidia-cdi", "runc"]
-    assert summary["runtime_names"] == expected
-    assert summary["default_runtime_name"] == "runc"
-    assert "Ignoring unknown key" not in stderr
-    assert summary["runtimes"]["nvidia"]["binary_name"] == node.path("usr/bin/nvidia-container-runtime")
-    if "nvidia-cdi" in expected:
-        assert summary["enable_cdi"] is True
-    version = 2 if node.version.startswith("1.") else 3
+    outcome = OUTCOME[name]
+    recap = runs["first"].recap[name]
+    if outcome == "refuse":
+        assert recap["failed"] == 1
+        assert runs["after_first"][name] == runs["before"][name], "a refused node must not change a byte"
+        assert restarts(node) == 0
+        return
+    assert recap["failed"] == 0, runs["first"]
+    rc_before, before, _err = runs["dumps_before"][name]
+    rc, after, stderr = real_dump(node)
+    assert rc == 0, stderr
+    if outcome == "noop":
+        assert recap["changed"] == 0
+        assert runs["after_first"][name] == runs["before"][name]
+        assert runs["restarts_first"][name] == 0
+        return
+    assert recap["changed"] >= 1 and runs["restarts_first"][name] == 1
+    assert rc_before == 0
+    # No loss: every key loaded before is loaded now with the same value, but for the runtimes asked for.
+    plugin, containerd = cri_runtimes(after)
+    asked = [r["name"] for r in runtimes_for(dict((c[0], c[3]) for c in CASES)[name], node)]
+    old, new = leaves(before), leaves(after)
+    lost = dict((k, (v, new.get(k, "(absent)"))) for k, v in old.items()
+                if k != ("imports",) and new.get(k, "(absent)") != v and k not in ACCEPTED.get(name, [])
+                and not (len(k) > 4 and k[:4] == ("plugins", plugin, "containerd", "runtimes") and k[4] in asked))
+    assert lost == {}
+    for runtime in runtimes_for(dict((c[0], c[3]) for c in CASES)[name], node):
+        table = containerd["runtimes"][runtime["name"]]
+        assert table["runtime_type"] == runtime.get("runtime_type", "io.containerd.runc.v2")
+        if runtime.get("binary_name"):
+            assert table["options"]["BinaryName"] == runtime["binary_name"]
+
+
+def test_second_run_is_idempotent(runs):
+    for name, outcome in OUTCOME.items():
+        if outcome != "refuse":
+            assert runs["second"].recap[name]["changed"] == 0, (name, runs["second"])
+            assert runs["restarts_second"][name] == runs["restarts_first"][name], name
+
+
+def test_other_tools_files_are_never_written(runs, fleet):
+    for name, node in fleet["nodes"].items():
+        for path, (mode, data) in runs["before"][name].items():
+            if "gpurt" in os.path.basename(path) or path == node.path(node.config_rel):
+                continue
+            assert runs["after_first"][name].get(path) == (mode, data), path
+
+
+def test_the_loaded_default_runtime_is_kept(runs, fleet):
+    for name in ("ctk-v3-default", "eks-21", "eks-17") + (("eks-23",) if HAS_23 else ()):
+        rc, after, _err = real_dump(fleet["nodes"][name])
+        _plugin, containerd = cri_runtimes(after)
+        assert containerd["default_runtime_name"] == "nvidia", name
+    rc, after, _err = real_dump(fleet["nodes"]["eks-21"])
+    _plugin, containerd = cri_runtimes(after)
+    assert containerd["runtimes"]["nvidia"]["base_runtime_spec"].endswith("base-runtime-spec.json")
+
+
+def test_the_main_config_keeps_its_comments_and_layout(runs, fleet):
+    node = fleet["nodes"]["kubespray-17"]
+    before = runs["before"]["kubespray-17"][node.config_path][1].decode()
     with open(node.config_path) as handle:
-        assert ("version = %d" % version) in handle.read()
+        after = handle.read()
+    added = [line for line in after.splitlines() if line not in before.splitlines()]
+    assert len(added) == 1 and added[0].startswith("imports = ["), added
+    assert [line for line in before.splitlines() if line not in after.splitlines()] == []
 
 
-def test_drop_in_layout_per_major(runs, fleet):
-    def dropins(node):
-        return sorted(os.path.basename(p) for p in glob.glob(node.path("etc/containerd/conf.d/*")))
-    # 2.x merges drop-ins key by key: one per runtime.
-    assert dropins(fleet["nodes"]["empty-2.1"]) == ["99-nvidia-cdi.toml", "99-nvidia.toml"]
-    # 1.x replaces a plugin's whole section per imported file: one drop-in with the whole CRI section.
-    assert dropins(fleet["nodes"]["empty-1.7"]) == ["99-runtime-gate-cri.toml"]
+def test_drop_in_names_cannot_collide_with_other_tools(runs, fleet):
+    names = sorted(os.path.basename(p) for p in glob.glob(fleet["nodes"]["empty-21"].path("etc/containerd/conf.d/*")))
+    assert names == ["zz-gpurt-nvidia-cdi.toml", "zz-gpurt-nvidia.toml"]
+    # 1.x replaces a plugin's whole section per file: one drop-in carries the CRI section, merged last.
+    names = sorted(os.path.basename(p) for p in glob.glob(fleet["nodes"]["kata-neighbour-17"].path("etc/containerd/conf.d/*")))
+    assert names == ["50-kata.toml", "zz-gpurt_cri.toml"]
 
 
-def test_migrated_v2_file_keeps_its_settings_and_other_imports(runs, fleet):
-    node = fleet["nodes"]["v2-on-2.1"]
-    with open(node.config_path) as handle:
-        text = handle.read()
-    assert 'sandbox = "registry.example/pause:3.9"' in text  # moved by containerd's own migration
-    assert '"/opt/other/*.toml"' in text
-    assert glob.glob(node.config_path + ".*~")  # the backup of the replaced file
+def test_drop_ins_never_carry_a_version_above_the_main_file(runs, fleet):
+    if not HAS_23:
+        pytest.skip(containerd_bins.SKIP_SHARED)
+    node = fleet["nodes"]["kubespray-v2-on-23"]
+    for path in glob.glob(node.path("etc/containerd/conf.d/zz-gpurt*")):
+        with open(path) as handle:
+            assert tomllib.loads(handle.read())["version"] == 2, path
 
 
-def test_systemd_cgroup_follows_the_kubelet(runs, fleet):
-    summary, _unused = loaded(fleet["nodes"]["default-1.7"])
-    assert summary["runtimes"]["runc"]["systemd_cgroup"] is True
-    assert summary["runtimes"]["nvidia"]["systemd_cgroup"] is True
-    summary, _unused = loaded(fleet["nodes"]["empty-2.1"])  # no kubelet config: left alone
-    assert summary["runtimes"]["nvidia"]["systemd_cgroup"] is None
+def test_refusals_say_why(runs):
+    out = " ".join(runs["first"].out.split())
+    assert "latin1-17: refused, nothing was written" in out and "not UTF-8" in out
+    assert "v1-17: refused" in out and "version 1 (plugins.cri)" in out
+    assert "v1-21: refused" in out and "config migrate drops keys" in out
+    assert "k3s-17: refused" in out and "k3s" in out and "config.toml.tmpl" in out
+    assert "ctk-complex-21-kata: refused" in out
+    assert 'plugins."io.containerd.cri.v1.images".pinned_images.sandbox: "registry.k8s.io/pause:3.10" -> ' in out
+    if HAS_23:  # containerd itself refuses what the GPU Operator wrote: the gather says so, nothing is written
+        assert "gpu-operator-v4-23: cannot gather the node's containerd config, nothing was written" in out
+        assert "drop-in config version 4 higher than root config version 2" in out
+    assert "Traceback" not in runs["first"].text
 
 
-def test_reaudit_ran_after_the_restart(runs):
-    out = runs["first"].out
-    assert out.index("Restart containerd with the configured command") < out.index("Cross-check it against the RuntimeClasses")
-    assert "empty-2.1: OK" in runs["first"].gate_lines()
+def test_the_migrated_version_1_file_on_23_keeps_its_runtimes(runs, fleet):
+    if not HAS_23:
+        pytest.skip(containerd_bins.SKIP_SHARED)
+    node = fleet["nodes"]["v1-23"]
+    rc, after, _err = real_dump(node)
+    _plugin, containerd = cri_runtimes(after)
+    assert {"kata", "nvidia", "runc"} <= set(containerd["runtimes"])
+    backups = glob.glob(node.path("var/backups/gpurt-runtime-gate/*") + node.config_path)
+    assert len(backups) == 1  # the version 1 file, kept as it was
+    with open(backups[0]) as handle:
+        assert "[plugins.cri" in handle.read()
 
 
-def _single(tmp_path, containerd, version, **extra):
-    node = Node(tmp_path / "nodes", "n-%s" % version.replace(".", ""), version)
-    inventory = ansible_run.write_inventory(str(tmp_path / "inv.json"), {node.name: node_vars(node, **extra)})
-    return node, inventory
-
-
-def test_old_plugin_name_under_version_3_is_caught_before_writing(tmp_path, containerd):
-    node, inventory = _single(tmp_path, containerd, "2.1", containerd_runtime_cri_plugin="io.containerd.grpc.v1.cri")
-    result = ansible_run.playbook(role_playbook(tmp_path), inventory)
-    assert result.rc == 2
-    assert "the proposed config does not load as planned; nothing was written" in result.out
-    assert "runtime 'nvidia' is not in the loaded config (loaded: runc)" in result.out
-    assert "Ignoring unknown key in TOML for plugin" in result.out  # containerd's own words as evidence
-    assert not os.path.exists(node.config_path)
-    assert restarts(node) == 0
-
-
-def test_glob_that_misses_the_drop_ins_is_caught_before_writing(tmp_path, containerd):
-    node, inventory = _single(tmp_path, containerd, "1.7", containerd_runtime_dropin_glob="*.conf")
-    result = ansible_run.playbook(role_playbook(tmp_path), inventory)
-    assert result.rc == 2
-    assert "does not match drop-in(s)" in result.out
-    assert "99-runtime-gate-cri.toml" in result.out
-    assert not os.path.exists(node.config_path)
-
-
-def test_cdi_runtime_on_1_6_is_refused(tmp_path, containerd):
-    node, inventory = _single(tmp_path, containerd, "1.6", cdi=True)
-    result = ansible_run.playbook(role_playbook(tmp_path), inventory)
-    assert result.rc == 2
-    assert "need CDI, which containerd 1.6 does not have" in result.out
-    assert "Traceback" not in result.text
-
-
-def test_missing_runtime_binary_is_refused(tmp_path, containerd):
-    node, inventory = _single(tmp_path, containerd, "2.1")
-    vars_ = json.load(open(inventory))
-    vars_["all"]["hosts"][node.name]["containerd_runtime_runtimes"] = [{"name": "nvidia", "binary_name": "/nonexistent/nvidia"}]
-    json.dump(vars_, open(inventory, "w"))
-    result = ansible_run.playbook(role_playbook(tmp_path), inventory)
-    assert result.rc == 2
-    assert "BinaryName /nonexistent/nvidia is not an executable on the node" in result.out
-
-
-def test_non_runc_default_needs_explicit_consent_and_prints_blast_radius(tmp_path, containerd):
-    node, inventory = _single(tmp_path, containerd, "2.1", containerd_runtime_default_runtime_name="nvidia")
-    result = ansible_run.playbook(role_playbook(tmp_path), inventory)
-    assert result.rc == 2 and "would send every pod" in result.out
-    result = ansible_run.playbook(role_playbook(tmp_path), inventory,
-                                  {"containerd_runtime_allow_non_runc_default": True})
-    assert result.rc == 0, result
-    words = " ".join(result.out.split())  # the YAML callback folds long lines
-    assert "every pod on n-21, GPU or not, now runs through nvidia" in words
-    summary, _unused = loaded(node)
-    assert summary["default_runtime_name"] == "nvidia"
-
-
-def test_dropping_a_runtime_removes_its_drop_in(tmp_path, containerd):
-    node, inventory = _single(tmp_path, containerd, "2.1", cdi=True)
-    assert ansible_run.playbook(role_playbook(tmp_path), inventory).rc == 0
-    assert os.path.exists(node.path("etc/containerd/conf.d/99-nvidia-cdi.toml"))
-    result = ansible_run.playbook(role_playbook(tmp_path), inventory, {"containerd_runtime_enable_nvidia_cdi": False})
-    assert result.rc == 0, result
-    assert not os.path.exists(node.path("etc/containerd/conf.d/99-nvidia-cdi.toml"))
-    summary, _unused = loaded(node)
-    assert summary["runtime_names"] == ["nvidia", "runc"]
-    assert restarts(node) == 2
-
-
-def test_rolling_batches_stop_at_a_failed_node(tmp_path, containerd):
-    good = Node(tmp_path / "nodes", "a-good", "2.1")
-    bad = Node(tmp_path / "nodes", "b-bad", "2.1")
-    later = Node(tmp_path / "nodes", "c-later", "2.1")
-    hosts = {good.name: node_vars(good), bad.name: node_vars(bad, containerd_runtime_dropin_glob="*.conf"),
-             later.name: node_vars(later)}
+def test_the_reaudit_judges_what_the_role_proved(tmp_path, containerd):
+    """remediate.yml: rolling batches, restart, then the re-audit of the verified state (no second gather)."""
+    node = make_node(tmp_path, "n21", None, "2.1")
     manifests = tmp_path / "rc.yaml"
     manifests.write_text(RUNTIMECLASSES)
-    inventory = ansible_run.write_inventory(str(tmp_path / "inv.json"), hosts,
+    inventory = ansible_run.write_inventory(str(tmp_path / "inv.json"), {"n21": node_vars(node, "nvidia", {})},
                                             group_vars={"gpurt_runtimeclasses_src": str(manifests)})
-    result = ansible_run.playbook(REMEDIATE, inventory, {"gpurt_serial": 1})
-    assert result.rc == 2
-    assert os.path.exists(good.config_path)
-    assert not os.path.exists(bad.config_path)
-    assert not os.path.exists(later.config_path), "the rollout must stop after the failed batch"
+    result = ansible_run.playbook(REMEDIATE, inventory)
+    assert result.rc == 0, result
+    out = result.out
+    assert out.index("Restart containerd with the configured command") < out.index("Re-audit the loaded config")
+    assert "n21: OK" in result.gate_lines()
+    assert out.count("gpurt.runtime_gate.containerd_config_info") == 0

@@ -106,103 +106,152 @@ NVIDIA = dict(name="nvidia", handler="nvidia", overhead={"cpu": "250m", "memory"
 
 # ----- the module ---------------------------------------------------------------------
 
-def test_create_then_unchanged(fake, module):
+def view(obj):
+    """What the module's diff shows of an object."""
+    out = {"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass",
+           "metadata": dict((k, v) for k, v in obj["metadata"].items() if k in ("name", "labels", "annotations"))}
+    out.update((k, obj[k]) for k in ("handler", "overhead", "scheduling") if k in obj)
+    return out
+
+
+def managers(obj):
+    return sorted((e["manager"], e["operation"]) for e in obj["metadata"].get("managedFields") or [])
+
+
+def test_create_with_apply_then_a_second_run_sends_no_write(fake, module):
     result, run = module(**NVIDIA)
     assert not result.get("failed"), run
     assert (result["changed"], result["action"]) == (True, "created")
-    assert writes(fake) == [("POST", 201)]
+    assert writes(fake) == [("PATCH", 201)]
+    patch = fake.object_requests("runtimeclasses", method="PATCH")[0]
+    assert patch["content_type"] == "application/apply-patch+yaml"
+    assert patch["query"] == {"fieldManager": "gpurt"}
     stored = fake.get_object("runtimeclasses", "nvidia")
     assert stored["handler"] == "nvidia"
     assert stored["overhead"] == {"podFixed": {"cpu": "250m", "memory": "120Mi"}}
     assert stored["scheduling"] == {"nodeSelector": GPU, "tolerations": NVIDIA["tolerations"]}
+    assert managers(stored) == [("gpurt", "Apply")]
     assert result["runtimeclass"]["resource_version"] == stored["metadata"]["resourceVersion"]
 
     fake.reset_requests()
-    # Same values, another spelling: the apiserver's quantities are compared by value.
+    # Same values, another spelling: quantities are compared by value.
     again = dict(NVIDIA, overhead={"cpu": "0.25", "memory": "120Mi"})
     result, run = module(**again)
     assert (result["changed"], result["action"]) == (False, "none"), run
-    assert writes(fake) == []
     assert [(r["method"], r["name"]) for r in fake.requests] == [("GET", "nvidia")]
 
 
-def test_check_mode_reports_the_create_with_a_diff_and_writes_nothing(fake, module):
+def test_check_mode_is_a_dry_run_apply_with_the_object_diff(fake, module):
     result, run = module(check=True, diff=True, **NVIDIA)
     assert (result["changed"], result["action"]) == (True, "created"), run
-    assert writes(fake) == []
+    assert writes(fake) == [("PATCH", 201)]
+    assert fake.object_requests("runtimeclasses", method="PATCH")[0]["query"]["dryRun"] == "All"
     assert fake.get_object("runtimeclasses", "nvidia") is None
     assert result["diff"]["before"] == {}
     assert result["diff"]["after"] == {
-        "name": "nvidia", "handler": "nvidia", "overhead": {"podFixed": NVIDIA["overhead"]},
+        "apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass", "metadata": {"name": "nvidia"}, "handler": "nvidia",
+        "overhead": {"podFixed": NVIDIA["overhead"]},
         "scheduling": {"nodeSelector": GPU, "tolerations": NVIDIA["tolerations"]}}
     assert "+++ after: runtimeclass nvidia" in run.out
 
 
-def test_update_replaces_with_the_read_resource_version_and_keeps_other_metadata(fake, module):
-    fake.set_objects("runtimeclasses", [{"metadata": {"name": "nvidia", "labels": {"team": "ml"},
-                                                      "annotations": {"note": "keep"}},
-                                         "handler": "nvidia", "overhead": {"podFixed": {"cpu": "100m"}}}])
-    before_rv = fake.get_object("runtimeclasses", "nvidia")["metadata"]["resourceVersion"]
+LIVE = {"metadata": {"name": "nvidia", "labels": {"team": "ml"}, "annotations": {"note": "keep"}},
+        "handler": "nvidia", "overhead": {"podFixed": {"cpu": "100m"}},
+        "scheduling": {"nodeSelector": GPU, "tolerations": [{"key": "gpu", "operator": "Exists"}]}}
 
-    result, run = module(check=True, diff=True, labels={"owner": "gpurt"}, **NVIDIA)
-    assert (result["changed"], result["action"]) == (True, "updated"), run
-    assert writes(fake) == []
-    assert result["diff"]["before"]["overhead"] == {"podFixed": {"cpu": "100m"}}
-    assert result["diff"]["after"]["overhead"] == {"podFixed": NVIDIA["overhead"]}
 
-    result, run = module(labels={"owner": "gpurt"}, **NVIDIA)
+def test_an_existing_runtimeclass_keeps_every_field_the_task_does_not_give(fake, module):
+    fake.set_objects("runtimeclasses", [LIVE])
+    before = fake.get_object("runtimeclasses", "nvidia")
+
+    result, run = module(check=True, diff=True, name="nvidia", handler="nvidia", labels={"owner": "gpurt"})
     assert (result["changed"], result["action"]) == (True, "updated"), run
-    put = fake.object_requests("runtimeclasses", method="PUT")
-    assert [r["status"] for r in put] == [200]
-    assert put[0]["body"]["metadata"]["resourceVersion"] == before_rv
+    assert result["diff"]["before"] == view(before)
+    assert result["diff"]["after"] == dict(view(before), metadata=dict(
+        view(before)["metadata"], labels={"team": "ml", "owner": "gpurt"}))
+    assert fake.get_object("runtimeclasses", "nvidia") == before  # a dry run
+
+    result, run = module(name="nvidia", handler="nvidia", labels={"owner": "gpurt"})
+    assert (result["changed"], result["action"]) == (True, "updated"), run
     stored = fake.get_object("runtimeclasses", "nvidia")
-    assert stored["overhead"] == {"podFixed": NVIDIA["overhead"]}
-    assert stored["scheduling"]["nodeSelector"] == GPU
+    assert stored["overhead"] == LIVE["overhead"] and stored["scheduling"] == LIVE["scheduling"]
     assert stored["metadata"]["labels"] == {"team": "ml", "owner": "gpurt"}
     assert stored["metadata"]["annotations"] == {"note": "keep"}
-    assert int(stored["metadata"]["resourceVersion"]) > int(before_rv)
+    assert managers(stored) == [("before-first-apply", "Update"), ("gpurt", "Apply")]
 
-    result, run = module(labels={"owner": "gpurt"}, **NVIDIA)
+    result, run = module(name="nvidia", handler="nvidia", labels={"owner": "gpurt"})
     assert result["changed"] is False, run
 
 
-def test_leaving_out_overhead_and_selector_removes_them(fake, module):
-    module(**NVIDIA)
+def test_a_field_another_manager_owns_is_a_reported_conflict_unless_force(fake, module):
+    fake.set_objects("runtimeclasses", [LIVE])
+    before = fake.get_object("runtimeclasses", "nvidia")
+    args = dict(name="nvidia", handler="nvidia", overhead={"cpu": "250m"})
+    results, run = module.steps([args, args], check=True)
+    for result in results:  # check mode meets the same refusal: the dry run is refused too
+        assert result["failed"] is True, run
+        assert result["msg"].startswith("RuntimeClass nvidia: not written: other field managers own fields this "
+                                        "task would change: .overhead.podFixed.cpu (conflict with "
+                                        '"before-first-apply" using node.k8s.io/v1 at ')
+        assert "set force=true to take the fields over" in result["msg"]
+        assert [c["field"] for c in result["conflicts"]] == [".overhead.podFixed.cpu"]
+    result, run = module(**args)
+    assert result["failed"] is True, run
+    assert fake.get_object("runtimeclasses", "nvidia") == before
+
+    result, run = module(force=True, **args)
+    assert (result["changed"], result["action"]) == (True, "updated"), run
+    stored = fake.get_object("runtimeclasses", "nvidia")
+    assert stored["overhead"] == {"podFixed": {"cpu": "250m"}}
+    assert stored["scheduling"] == LIVE["scheduling"] and stored["metadata"]["labels"] == {"team": "ml"}
+    assert fake.object_requests("runtimeclasses", method="PATCH")[-1]["query"]["force"] == "true"
+
+
+def test_a_field_the_module_applied_before_and_no_longer_gives_is_removed_others_stay(fake, module):
+    fake.set_objects("runtimeclasses", [{"metadata": {"name": "nvidia"}, "handler": "nvidia",
+                                         "scheduling": {"nodeSelector": GPU}}])
+    result, run = module(name="nvidia", handler="nvidia", overhead={"cpu": "250m"})
+    assert result["action"] == "updated", run
     result, run = module(name="nvidia", handler="nvidia")
     assert result["action"] == "updated", run
     stored = fake.get_object("runtimeclasses", "nvidia")
-    assert "overhead" not in stored and "scheduling" not in stored
+    assert "overhead" not in stored
+    assert stored["scheduling"] == {"nodeSelector": GPU}
 
 
-def test_handler_change_fails_clearly_unless_force(fake, module):
-    fake.set_objects("runtimeclasses", [{"metadata": {"name": "nvidia", "labels": {"team": "ml"}}, "handler": "nvidai"}])
+def test_handler_change_fails_clearly_unless_recreate(fake, module):
+    fake.set_objects("runtimeclasses", [dict(LIVE, handler="nvidai")])
     result, run = module(**NVIDIA)
     assert result["failed"] is True
-    assert result["msg"] == (
+    assert result["msg"].startswith(
         "RuntimeClass nvidia has handler 'nvidai', not 'nvidia', and Kubernetes does not allow changing the "
-        "handler of an existing RuntimeClass (the field is immutable). Set force=true to delete and re-create "
-        "it (new pods naming it are rejected in between), or pick another name")
+        "handler of an existing RuntimeClass (the field is immutable). Set recreate=true")
     assert writes(fake) == []
     assert "Traceback" not in run.text
 
-    result, run = module(check=True, force=True, **NVIDIA)
+    result, run = module(check=True, diff=True, recreate=True, name="nvidia", handler="nvidia",
+                         overhead={"cpu": "250m"})
     assert (result["changed"], result["action"]) == (True, "recreated"), run
     assert writes(fake) == []
+    assert result["diff"]["after"]["overhead"] == {"podFixed": {"cpu": "250m"}}
+    assert result["diff"]["after"]["scheduling"] == LIVE["scheduling"]
 
     read_rv = fake.get_object("runtimeclasses", "nvidia")["metadata"]["resourceVersion"]
-    result, run = module(force=True, **NVIDIA)
+    result, run = module(recreate=True, name="nvidia", handler="nvidia", overhead={"cpu": "250m"})
     assert (result["changed"], result["action"]) == (True, "recreated"), run
-    assert writes(fake) == [("DELETE", 200), ("POST", 201)]
+    assert writes(fake) == [("DELETE", 200), ("POST", 201), ("PATCH", 200)]
     # The delete is conditional on the version that was compared.
     assert fake.object_requests("runtimeclasses", method="DELETE")[0]["body"]["preconditions"] == {
         "resourceVersion": read_rv}
     stored = fake.get_object("runtimeclasses", "nvidia")
-    assert stored["handler"] == "nvidia"
-    assert stored["metadata"]["labels"] == {"team": "ml"}
+    assert view(stored) == dict(view(dict(LIVE, handler="nvidia")), overhead={"podFixed": {"cpu": "250m"}})
+    assert managers(stored) == [("gpurt", "Apply"), ("gpurt-recreate", "Update")]
+    result, run = module(name="nvidia", handler="nvidia", overhead={"cpu": "250m"})
+    assert result["changed"] is False, run
 
 
 def test_the_fake_refuses_a_handler_change_like_the_apiserver(fake, kubeconfig):
-    # What force=false protects from: a PUT that changes handler is 422 Invalid.
+    # What recreate=false protects from: a PUT or a forced apply that changes handler is 422.
     fake.set_objects("runtimeclasses", [{"metadata": {"name": "nvidia"}, "handler": "nvidia"}])
     current = fake.get_object("runtimeclasses", "nvidia")
     current["handler"] = "nvidia-cdi"
@@ -210,71 +259,48 @@ def test_the_fake_refuses_a_handler_change_like_the_apiserver(fake, kubeconfig):
     assert (code, body["reason"]) == (422, "Invalid")
     assert body["message"] == ('RuntimeClass.node.k8s.io "nvidia" is invalid: handler: Invalid value: '
                                '"nvidia-cdi": field is immutable')
+    applied = {"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass", "metadata": {"name": "nvidia"},
+               "handler": "nvidia-cdi"}
+    code, body = http(fake, "PATCH", RC_PATH + "/nvidia?fieldManager=x&force=true", applied, APPLY)
+    assert (code, body["reason"]) == (422, "Invalid")
 
 
-def test_state_absent_deletes_then_is_unchanged(fake, module):
+def test_state_absent_is_a_dry_run_delete_in_check_mode_then_deletes(fake, module):
     fake.set_objects("runtimeclasses", [{"metadata": {"name": "kata"}, "handler": "kata-qemu"}])
     result, run = module(check=True, diff=True, name="kata", state="absent")
     assert (result["changed"], result["action"]) == (True, "deleted"), run
     assert result["diff"]["before"]["handler"] == "kata-qemu" and result["diff"]["after"] == {}
-    assert writes(fake) == []
+    assert [(r["method"], r["query"]) for r in fake.requests if r["method"] != "GET"] == [
+        ("DELETE", {"dryRun": "All"})]
+    assert fake.get_object("runtimeclasses", "kata") is not None
 
     result, run = module(name="kata", state="absent")
     assert (result["changed"], result["action"], result["runtimeclass"]) == (True, "deleted", None), run
-    assert writes(fake) == [("DELETE", 200)]
     assert fake.get_object("runtimeclasses", "kata") is None
 
+    fake.reset_requests()
     result, run = module(name="kata", state="absent")
     assert result["changed"] is False, run
-    assert writes(fake) == [("DELETE", 200)]
+    assert writes(fake) == []
 
 
-def test_a_stale_resource_version_is_read_again_and_retried(fake, module):
-    fake.set_objects("runtimeclasses", [{"metadata": {"name": "nvidia"}, "handler": "nvidia"}])
-    # GET serves normally, the first PUT meets a concurrent writer.
-    fake.script("runtimeclasses", [200, {"status": 409, "body": status_body(
-        409, 'Operation cannot be fulfilled on runtimeclasses.node.k8s.io "nvidia": the object has been modified',
-        "Conflict", {"name": "nvidia", "group": "node.k8s.io", "kind": "runtimeclasses"})}])
-    result, run = module(**NVIDIA)
-    assert (result["changed"], result["action"]) == (True, "updated"), run
-    assert [(r["method"], r["status"]) for r in fake.requests] == [("GET", 200), ("PUT", 409), ("GET", 200),
-                                                                   ("PUT", 200)]
-    assert result["api_requests"] == 4
-
-
-def test_a_5xx_on_create_is_retried(fake, module):
+def test_a_5xx_on_apply_is_retried(fake, module):
     fake.script("runtimeclasses", [200, 503, 200])
     result, run = module(retry_delay=0.01, **NVIDIA)
     assert result["action"] == "created", run
-    assert writes(fake) == [("POST", 503), ("POST", 201)]
+    assert writes(fake) == [("PATCH", 503), ("PATCH", 201)]
+    assert result["api_requests"] == 3
 
 
-def test_a_retried_create_that_finds_its_own_object_succeeds(fake, module):
-    # The first POST went through but its answer was lost (503); the retry meets AlreadyExists.
-    fake.set_objects("runtimeclasses", [])
-    original_create = fake.create
-    calls = []
-
-    def create_then_lose_the_answer(resource, body):
-        calls.append(body)
-        answer = original_create(resource, body)
-        return (503, status_body(503, "lost")) if len(calls) == 1 else answer
-    fake.create = create_then_lose_the_answer
-    result, run = module(retry_delay=0.01, **NVIDIA)
-    assert (result["failed"], result["action"]) == (False, "created"), run
-    assert writes(fake) == [("POST", 503), ("POST", 409)]
-    assert fake.get_object("runtimeclasses", "nvidia")["overhead"] == {"podFixed": NVIDIA["overhead"]}
-
-
-def test_403_on_create_names_the_missing_verbs_without_the_token(fake, module):
+def test_403_on_apply_names_the_rbac_without_the_token(fake, module):
     fake.script("runtimeclasses", [200, 403])
     result, run = module(auth={"host": fake.url, "api_key": "{{ write_token }}"},
                          extra_vars={"write_token": TOKEN}, **NVIDIA)
     assert result["failed"] is True
-    assert result["msg"].startswith("403 Forbidden from %s creating runtimeclass nvidia: the identity may not "
-                                    "create runtimeclasses.node.k8s.io; this module needs get, create, update "
-                                    "and delete" % fake.url)
-    assert 'cannot create resource "runtimeclasses"' in result["msg"]
+    assert result["msg"].startswith("403 Forbidden from %s applying runtimeclass nvidia: the identity may not "
+                                    "patch runtimeclasses.node.k8s.io; rbac/runtime-gate-remediate.yaml grants"
+                                    % fake.url)
+    assert 'cannot patch resource "runtimeclasses"' in result["msg"]
     assert TOKEN not in run.text
     assert "Traceback" not in run.text
 
@@ -317,10 +343,13 @@ def test_bad_options_fail_before_any_request(fake, module):
 
 # ----- the fake apiserver's write side ------------------------------------------------
 
-def http(fake, method, path, body=None, token=TOKEN):
+APPLY = "application/apply-patch+yaml"
+
+
+def http(fake, method, path, body=None, content_type="application/json", token=TOKEN):
     data = json.dumps(body).encode() if body is not None else None
     request = urllib.request.Request(fake.url + path, data=data, method=method,
-                                     headers={"Authorization": "Bearer %s" % token, "Content-Type": "application/json"})
+                                     headers={"Authorization": "Bearer %s" % token, "Content-Type": content_type})
     try:
         with urllib.request.urlopen(request, timeout=10) as response:
             return response.status, json.loads(response.read())
@@ -334,10 +363,13 @@ def test_fake_object_endpoints_behave_like_the_apiserver(fake):
     new = {"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass", "metadata": {"name": "nvidia"}, "handler": "nvidia"}
     code, created = http(fake, "POST", RC_PATH, new)
     assert code == 201 and created["metadata"]["resourceVersion"]
+    assert managers(created) == [("Python-urllib", "Update")]  # no fieldManager: the User-Agent's product
     code, body = http(fake, "POST", RC_PATH, new)
     assert (code, body["reason"]) == (409, "AlreadyExists")
     code, body = http(fake, "POST", RC_PATH, dict(new, metadata={"name": "x"}, handler=None))
     assert (code, body["message"]) == (422, 'RuntimeClass.node.k8s.io "x" is invalid: handler: Required value')
+    code, body = http(fake, "POST", RC_PATH + "?dryRun=All", dict(new, metadata={"name": "dry"}))
+    assert code == 201 and fake.get_object("runtimeclasses", "dry") is None
 
     rv = created["metadata"]["resourceVersion"]
     same = dict(created)
@@ -355,23 +387,58 @@ def test_fake_object_endpoints_behave_like_the_apiserver(fake):
 
     code, body = http(fake, "DELETE", RC_PATH + "/nvidia", {"preconditions": {"resourceVersion": rv}})
     assert (code, body["reason"]) == (409, "Conflict")  # the precondition names an old version
+    code, body = http(fake, "DELETE", RC_PATH + "/nvidia?dryRun=All")
+    assert (code, body["status"]) == (200, "Success") and fake.get_object("runtimeclasses", "nvidia")
     code, body = http(fake, "DELETE", RC_PATH + "/nvidia")
     assert (code, body["status"]) == (200, "Success")
     assert http(fake, "DELETE", RC_PATH + "/nvidia")[0] == 404
 
     assert http(fake, "POST", RC_PATH, new, token="nope")[0] == 401
     assert fake.get_object("runtimeclasses", "nvidia") is None
-    assert [r["method"] for r in fake.object_requests("runtimeclasses")] == [
-        "GET", "POST", "POST", "POST", "PUT", "PUT", "PUT", "PUT", "PUT", "DELETE", "DELETE", "DELETE", "POST"]
     assert fake.list_requests("runtimeclasses") == []
     assert all(TOKEN not in json.dumps(r) for r in fake.requests)
     assert http(fake, "PUT", "/api/v1/nodes/gpu-1", {"metadata": {"name": "gpu-1"}}) == (
-        405, status_body(405, "this fake apiserver only answers GET, and POST/PUT/DELETE of runtimeclasses"))
+        405, status_body(405, "this fake apiserver only answers GET, and POST/PUT/PATCH/DELETE of runtimeclasses"))
+
+
+def test_fake_serves_apply_with_field_ownership(fake):
+    applied = {"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass", "metadata": {"name": "nvidia"},
+               "handler": "nvidia", "overhead": {"podFixed": {"cpu": "0.25"}}}
+    path = RC_PATH + "/nvidia?fieldManager=gpurt"
+    assert http(fake, "PATCH", RC_PATH + "/nvidia", applied, APPLY)[0] == 422  # fieldManager is required
+    assert http(fake, "PATCH", path, applied)[0] == 415  # only apply patches are served
+    code, body = http(fake, "PATCH", path, applied, APPLY)
+    assert code == 201 and body["overhead"] == {"podFixed": {"cpu": "250m"}}  # stored canonically
+    assert body["metadata"]["managedFields"][0]["fieldsV1"] == {"f:handler": {}, "f:overhead": {
+        "f:podFixed": {"f:cpu": {}}}}
+    rv = body["metadata"]["resourceVersion"]
+    code, body = http(fake, "PATCH", path, applied, APPLY)
+    assert code == 200 and body["metadata"]["resourceVersion"] == rv  # a no-op apply writes nothing
+
+    # kubectl (another manager) sets a label and the overhead's memory; gpurt's cpu is left as is.
+    code, body = http(fake, "PATCH", RC_PATH + "/nvidia?fieldManager=kubectl", dict(
+        applied, metadata={"name": "nvidia", "labels": {"team": "ml"}},
+        overhead={"podFixed": {"cpu": "250m", "memory": "1Gi"}}), APPLY)
+    assert code == 200  # the same cpu value: shared ownership, no conflict
+    code, body = http(fake, "PATCH", RC_PATH + "/nvidia?fieldManager=kubectl", dict(
+        applied, overhead={"podFixed": {"cpu": "500m"}}), APPLY)
+    assert (code, body["reason"]) == (409, "Conflict")
+    assert body["message"] == 'Apply failed with 1 conflict: conflict with "gpurt": .overhead.podFixed.cpu'
+    assert body["details"] == {"causes": [{"reason": "FieldManagerConflict", "message": 'conflict with "gpurt"',
+                                           "field": ".overhead.podFixed.cpu"}]}
+
+    # gpurt stops applying the overhead: its cpu goes only where nobody else owns it.
+    code, body = http(fake, "PATCH", path, dict((k, v) for k, v in applied.items() if k != "overhead"), APPLY)
+    assert code == 200
+    assert body["overhead"] == {"podFixed": {"cpu": "250m", "memory": "1Gi"}}  # kubectl still owns both
+    assert body["metadata"]["labels"] == {"team": "ml"}
+    code, body = http(fake, "PATCH", path + "&dryRun=All", dict(applied, handler="other"), APPLY)
+    assert code == 409  # kubectl owns handler too, with another value
 
 
 # ----- the gated play of playbooks/remediate.yml --------------------------------------
 
-def gate_node(tmp_path, name, version, labels, **extra):
+def gate_node(tmp_path, name, version, labels=None, **extra):
     node = Node(tmp_path / "nodes", name, version)
     host = {
         "containerd_runtime_containerd_bin": node.binary,
@@ -381,13 +448,22 @@ def gate_node(tmp_path, name, version, labels, **extra):
         "containerd_runtime_runtimes": [{"name": "nvidia", "binary_name": node.runtime_binary()}],
         "containerd_runtime_nvidia_cdi": {"name": "nvidia-cdi", "cdi": True,
                                           "binary_name": node.runtime_binary("usr/bin/nvidia-container-runtime.cdi")},
-        "gpurt_node_labels": labels,
     }
+    if labels is not None:
+        host["gpurt_node_labels"] = labels
     host.update(extra)
     return node, host
 
 
-def remediate(tmp_path, fake, hosts, desired=None, check=False, **group_vars):
+def node_object(name, labels, handlers=None, taints=None):
+    """A Node as the apiserver serves it; handlers None: no status.runtimeHandlers."""
+    status = {"nodeInfo": {"containerRuntimeVersion": "containerd://2.1.9"}}
+    if handlers is not None:
+        status["runtimeHandlers"] = [{"name": ""}] + [{"name": handler} for handler in handlers]
+    return {"metadata": {"name": name, "labels": labels}, "spec": {"taints": taints or []}, "status": status}
+
+
+def remediate(tmp_path, fake, hosts, desired=None, check=False, diff=False, **group_vars):
     all_vars = {"gpurt_kubeconfig": write_kubeconfig(str(tmp_path / "kubeconfig"), fake.url, token=TOKEN),
                 "gpurt_manage_runtimeclasses": True}
     if desired is not None:
@@ -396,38 +472,106 @@ def remediate(tmp_path, fake, hosts, desired=None, check=False, **group_vars):
     inventory = ansible_run.write_inventory(str(tmp_path / "hosts.json"), hosts, group_vars=all_vars)
     # One batch that goes on past a failed node, so the gate play sees every host: serial and
     # max_fail_percentage are play keywords and must come as extra vars.
-    return ansible_run.playbook(REMEDIATE, inventory, check=check, timeout=300,
+    return ansible_run.playbook(REMEDIATE, inventory, check=check, diff=diff, timeout=300,
                                 extra_vars={"gpurt_serial": "100%", "gpurt_max_fail_percentage": 100},
                                 # JSON results: messages unwrapped, so they can be matched whole.
                                 extra_env={"HOME": str(tmp_path), "ANSIBLE_CALLBACK_RESULT_FORMAT": "json"})
 
 
 GPU_ONLY = [{"name": "nvidia", "handler": "nvidia", "node_selector": GPU, "overhead": {"cpu": "250m", "memory": "120Mi"}}]
+HEAD = "RuntimeClass nvidia (handler nvidia, nodeSelector nvidia.com/gpu.present=true)"
 
 
-def test_gate_creates_the_runtimeclass_when_every_selected_node_has_the_handler(tmp_path, fake):
-    nodes = dict([gate_node(tmp_path, "gpu-1", "2.1", GPU), gate_node(tmp_path, "gpu-2", "1.7", GPU),
-                  gate_node(tmp_path, "cpu-1", "1.6", CPU)])
+def test_gate_writes_when_every_node_it_can_select_in_the_cluster_has_the_handler(tmp_path, fake):
+    nodes = dict([gate_node(tmp_path, "gpu-1", "2.1"), gate_node(tmp_path, "gpu-2", "1.7"),
+                  gate_node(tmp_path, "cpu-1", "1.6")])
     hosts = dict((node.name, host) for node, host in nodes.items())
+    # Labels come from the Node objects; two more Nodes are not in the inventory: gpu-9 reports
+    # the handler, cpu-9 does not but the class cannot select it.
+    fake.set_objects("nodes", [node_object("gpu-1", GPU), node_object("gpu-2", GPU), node_object("cpu-1", CPU),
+                               node_object("gpu-9", GPU, ["nvidia", "runc"]), node_object("cpu-9", CPU, ["runc"])])
 
-    run = remediate(tmp_path, fake, hosts, GPU_ONLY, check=True)
+    run = remediate(tmp_path, fake, hosts, GPU_ONLY, check=True, diff=True)
     assert run.rc == 0, run
-    assert "RuntimeClass nvidia (handler nvidia, nodeSelector nvidia.com/gpu.present=true): safe to create: all 2 " \
-           "selectable node(s) have the handler loaded (gpu-1, gpu-2)" in run.out, run
+    assert HEAD + ": safe to write: all 3 selectable Node(s) have the handler (gpu-1, gpu-2 by re-audit; gpu-9 " \
+                  "by status.runtimeHandlers)" in run.out, run
     assert re.search(r"^changed: \[\S+ -> localhost\] => \(item=nvidia\)", run.out, re.MULTILINE), run
-    assert writes(fake) == []
+    assert [(r["method"], r["query"].get("dryRun")) for r in fake.requests if r["method"] != "GET"] == [
+        ("PATCH", "All")]
+    assert fake.get_object("runtimeclasses", "nvidia") is None
     assert all(not os.path.exists(node.config_path) for node in nodes)
+    assert len(fake.list_requests("nodes")) == 1
 
     fake.reset_requests()
     run = remediate(tmp_path, fake, hosts, GPU_ONLY)
     assert run.rc == 0, run
     for node in nodes:  # the premise: each node's real containerd loads the handler
         assert "nvidia" in loaded_config.summarize_dump(node.dump()[1])["runtime_names"], node.name
-    assert writes(fake) == [("POST", 201)]
+    assert writes(fake) == [("PATCH", 201)]
+    assert len(fake.list_requests("nodes")) == 1
     stored = fake.get_object("runtimeclasses", "nvidia")
     assert stored["handler"] == "nvidia"
     assert stored["scheduling"] == {"nodeSelector": GPU}
     assert stored["overhead"] == {"podFixed": {"cpu": "250m", "memory": "120Mi"}}
+
+
+def test_gate_refuses_for_nodes_outside_the_run_naming_them_and_force_overrides(tmp_path, fake):
+    node, host = gate_node(tmp_path, "gpu-1", "2.1")
+    fake.set_objects("nodes", [node_object("gpu-1", GPU),
+                               node_object("gpu-7", GPU, ["runc"]),  # reports no nvidia
+                               node_object("gpu-8", GPU),  # reports nothing: unknown
+                               node_object("cp-1", {}, ["runc"], [{"key": "node-role.kubernetes.io/control-plane",
+                                                                  "effect": "NoSchedule"}])])
+    desired = [{"name": "nvidia", "handler": "nvidia", "node_selector": GPU},
+               {"name": "nvidia-any", "handler": "nvidia"}]
+    run = remediate(tmp_path, fake, {"gpu-1": host}, desired)
+    assert run.rc == 2, run
+    assert HEAD + ": not safe to write: of 3 selectable Node(s), lacking handler nvidia: gpu-7 " \
+                  "(status.runtimeHandlers: runc); unknown: gpu-8 (not in this run and its kubelet reports no " \
+                  "status.runtimeHandlers)" in run.out, run
+    # The tainted control-plane Node cannot take pods of a class that does not tolerate it.
+    assert "RuntimeClass nvidia-any (handler nvidia, nodeSelector none): not safe to write: of 3 selectable " \
+           "Node(s)" in run.out, run
+    assert "fix the Nodes, or set gpurt_runtimeclass_gate_force=true" in run.out, run
+    assert writes(fake) == []
+
+    run = remediate(tmp_path, fake, {"gpu-1": host}, desired[:1], gpurt_runtimeclass_gate_force=True)
+    assert run.rc == 0, run
+    assert HEAD + ": written despite the gate (force): of 3 selectable Node(s), lacking handler nvidia: gpu-7" \
+        in run.out, run
+    assert writes(fake) == [("PATCH", 201)]
+
+
+def test_existing_runtimeclasses_keep_their_fields_and_the_default_list_leaves_them_alone(tmp_path, fake):
+    # The issue: --limit to some hosts with the default list overwrote nvidia and nvidia-cdi,
+    # dropping their nodeSelector and overhead.
+    existing = [
+        {"metadata": {"name": "nvidia", "labels": {"team": "ml"}}, "handler": "nvidia",
+         "overhead": {"podFixed": {"cpu": "100m"}}, "scheduling": {"nodeSelector": GPU}},
+        {"metadata": {"name": "gpu-cdi", "annotations": {"note": "by hand"}}, "handler": "nvidia-cdi"},
+    ]
+    fake.set_objects("runtimeclasses", existing)
+    fake.set_objects("nodes", [node_object("gpu-1", GPU)])
+    before = [fake.get_object("runtimeclasses", name) for name in ("nvidia", "gpu-cdi")]
+    node, host = gate_node(tmp_path, "gpu-1", "2.1")
+    run = remediate(tmp_path, fake, {"gpu-1": host}, containerd_runtime_enable_nvidia_cdi=True)
+    assert run.rc == 0, run
+    assert HEAD.replace("nodeSelector nvidia.com/gpu.present=true", "nodeSelector none") + \
+        ": left alone: RuntimeClass nvidia exists (handler nvidia); the default list does not rewrite it" in run.out
+    assert "RuntimeClass gpu-cdi already serves handler nvidia-cdi" in run.out, run
+    assert writes(fake) == []
+    assert [fake.get_object("runtimeclasses", name) for name in ("nvidia", "gpu-cdi")] == before
+
+    # Named, with only its handler and a label: applied, and nothing else of it changes.
+    run = remediate(tmp_path, fake, {"gpu-1": host}, [{"name": "nvidia", "handler": "nvidia",
+                                                       "labels": {"owner": "gpurt"}}],
+                    containerd_runtime_enable_nvidia_cdi=True)
+    assert run.rc == 0, run
+    assert writes(fake) == [("PATCH", 200)]
+    stored = fake.get_object("runtimeclasses", "nvidia")
+    assert stored["overhead"] == {"podFixed": {"cpu": "100m"}}
+    assert stored["scheduling"] == {"nodeSelector": GPU}
+    assert stored["metadata"]["labels"] == {"team": "ml", "owner": "gpurt"}
 
 
 def test_gate_refuses_when_a_selected_node_cannot_be_remediated(tmp_path, fake):
@@ -435,12 +579,14 @@ def test_gate_refuses_when_a_selected_node_cannot_be_remediated(tmp_path, fake):
                   gate_node(tmp_path, "gpu-2", "1.7", GPU, containerd_runtime_containerd_bin="/nonexistent/containerd"),
                   gate_node(tmp_path, "cpu-1", "1.6", CPU)])
     hosts = dict((node.name, host) for node, host in nodes.items())
+    # gpu-2's kubelet reports the handler; a host of this run that failed is unknown all the same.
+    fake.set_objects("nodes", [node_object("gpu-2", GPU, ["nvidia", "runc"])])
     run = remediate(tmp_path, fake, hosts, GPU_ONLY)
     assert run.rc == 2, run
     assert run.recap["gpu-2"]["failed"] == 1
-    assert "RuntimeClass nvidia (handler nvidia, nodeSelector nvidia.com/gpu.present=true): not safe to create: " \
-           "of 2 selectable node(s), not checked: gpu-2 (failed or unreachable during remediation)" in run.out, run
-    assert [r for r in fake.requests if r["method"] != "GET"] == []
+    assert HEAD + ": not safe to write: of 2 selectable Node(s), unknown: gpu-2 (failed or unreachable during " \
+                  "remediation)" in run.out, run
+    assert writes(fake) == []
     assert fake.get_object("runtimeclasses", "nvidia") is None
 
 
@@ -454,10 +600,10 @@ def test_gate_judges_each_runtimeclass_on_the_nodes_it_can_select(tmp_path, fake
                {"name": "nvidia-cdi", "handler": "nvidia-cdi", "node_selector": GPU}]
     run = remediate(tmp_path, fake, hosts, desired, containerd_runtime_enable_nvidia_cdi=True)
     assert run.rc == 2, run
-    assert "need CDI, which containerd 1.6 does not have" in run.text, run
-    assert "RuntimeClass nvidia (handler nvidia, nodeSelector none): not safe to create: of 3 selectable node(s), " \
-           "not checked: cpu-1 (failed or unreachable during remediation)" in run.out, run
-    assert writes(fake) == [("POST", 201)]
+    assert "ask for containerd's enable_cdi, which containerd 1.6 does not have" in run.text, run
+    assert "RuntimeClass nvidia (handler nvidia, nodeSelector none): not safe to write: of 3 selectable Node(s), " \
+           "unknown: cpu-1 (failed or unreachable during remediation)" in run.out, run
+    assert writes(fake) == [("PATCH", 201)]
     assert fake.get_object("runtimeclasses", "nvidia") is None
     assert fake.get_object("runtimeclasses", "nvidia-cdi")["handler"] == "nvidia-cdi"
 
@@ -467,3 +613,4 @@ def test_gate_is_off_by_default(tmp_path, fake):
     run = remediate(tmp_path, fake, {"gpu-1": host}, gpurt_manage_runtimeclasses=False)
     assert run.rc == 0, run
     assert fake.object_requests("runtimeclasses") == []
+    assert fake.list_requests("nodes") == []

@@ -29,7 +29,7 @@ def test_audit_role_is_read_only():
 
 def test_remediate_role_writes_runtimeclasses_only():
     assert rules("runtime-gate-remediate.yaml") == {
-        (("node.k8s.io",), ("runtimeclasses",)): ["create", "delete", "get", "list", "update"],
+        (("node.k8s.io",), ("runtimeclasses",)): ["create", "delete", "get", "list", "patch"],
         (("",), ("nodes",)): ["get", "list"],
     }
 

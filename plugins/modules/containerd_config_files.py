@@ -1,0 +1,256 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpurt.runtime_gate developers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: containerd_config_files
+short_description: Node side of containerd_runtime - gather, stage and load, write with proof and rollback
+description:
+  - The steps of M(gpurt.runtime_gate.containerd_runtime) that must run on the node, one call per step.
+    Use that action; this module is for it, and for debugging a node by hand.
+  - O(step=gather) is the gather of M(gpurt.runtime_gate.containerd_config_info) plus C(containerd config default),
+    the sha256, mode and owner of the main config and of every drop-in, facts on O(extra_paths), and
+    containerd's own C(config migrate) of an older main file (run on a private copy without its imports).
+  - O(step=stage) writes the proposed O(files) and O(staged_main) under a private directory that mirrors the
+    node's paths (the other drop-ins of O(dropin_dir) are copied there too), loads them with the node's
+    containerd and returns the dump. The directory is always removed; nothing else is written.
+  - O(step=write) backs up and writes (or removes) O(files) atomically, loads the real config and compares
+    it with the staged load that was proved (O(expected_sha256)); on any difference or error it puts every
+    file back and fails. On success it returns the gather of the written config.
+  - Every step refuses a file whose sha256 is not O(files[].expect_sha256) (another tool wrote it since).
+version_added: 0.1.0
+author:
+  - gpurt.runtime_gate developers (@gpurt-runtime-gate)
+options:
+  step:
+    description: Which step to run.
+    type: str
+    required: true
+    choices: [gather, stage, write]
+  containerd_bin:
+    description: The containerd binary, as a path or a name looked up in E(PATH).
+    type: str
+    default: containerd
+  config_path:
+    description: The main containerd config file.
+    type: path
+    default: /etc/containerd/config.toml
+  dropin_dir:
+    description: The directory of the role's drop-ins.
+    type: path
+    default: /etc/containerd/conf.d
+  dropin_dirs:
+    description: Directories listed for files that no C(imports) entry matches (the gather's O(dropin_dirs)).
+    type: list
+    elements: path
+  kubelet_config_path:
+    description: The kubelet config file.
+    type: path
+    default: /var/lib/kubelet/config.yaml
+  cdi_spec_dirs:
+    description: Directories of CDI specs to read.
+    type: list
+    elements: path
+  timeout:
+    description: Seconds each containerd command may run before it is killed.
+    type: int
+    default: 30
+  max_file_bytes:
+    description: Files larger than this are reported with an error instead of read.
+    type: int
+    default: 1048576
+  max_dump_bytes:
+    description: A dump larger than this fails the step.
+    type: int
+    default: 67108864
+  migrate:
+    description:
+      - O(step=gather) - when to run C(containerd config migrate) on the main file (containerd 2.x only);
+        C(auto) for a version 1 file, C(always) for any version below what the node writes.
+    type: str
+    default: auto
+    choices: [auto, always, never]
+  extra_paths:
+    description: O(step=gather) - more paths (BinaryNames to be registered) to report facts on.
+    type: list
+    elements: str
+    default: []
+  files:
+    description:
+      - O(step=stage) and O(step=write) - the files to write (with O(files[].content)) or remove (without).
+        Each is the main config or a file directly in O(dropin_dir).
+    type: list
+    elements: dict
+    default: []
+    suboptions:
+      path:
+        description: Absolute path on the node.
+        type: path
+        required: true
+      content:
+        description: The new text; absent or null removes the file.
+        type: str
+      expect_sha256:
+        description: The sha256 the file has now; null when it must not exist.
+        type: str
+  staged_main:
+    description:
+      - O(step=stage) - the main config to load from the staging directory; C(@@GPURT_STAGE@@) in it is
+        replaced by the staging directory (its imports of O(dropin_dir) point there).
+    type: str
+  expected_sha256:
+    description:
+      - O(step=write) - sha256 of the staged dump without its imports line; the written config must load to it.
+    type: str
+  import_patterns:
+    description:
+      - O(step=write) - the resolved imports entries of the written main config; a backup they would match is refused.
+    type: list
+    elements: str
+    default: []
+  backup_dir:
+    description: O(step=write) - where a directory of backups is made for this write (never under an imported dir).
+    type: path
+    default: /var/backups/gpurt-runtime-gate
+extends_documentation_fragment:
+  - gpurt.runtime_gate.attributes
+attributes:
+  check_mode:
+    support: partial
+    details: O(step=gather) and O(step=stage) write nothing outside a private temporary directory; O(step=write) is refused.
+  diff_mode:
+    support: none
+notes:
+  - Runs on the node with Python 3.8+ and the standard library only; the TOML is parsed on the controller.
+seealso:
+  - module: gpurt.runtime_gate.containerd_runtime
+  - module: gpurt.runtime_gate.containerd_config_info
+"""
+
+EXAMPLES = r"""
+- name: See what the remediation would gather on a node
+  gpurt.runtime_gate.containerd_config_files:
+    step: gather
+  register: gathered
+"""
+
+RETURN = r"""
+default_text:
+  description: O(step=gather) - what C(containerd config default) prints.
+  returned: step is gather
+  type: str
+file_states:
+  description: O(step=gather) - sha256, mode, uid and gid of the main config and of each file of O(dropin_dir).
+  returned: step is gather
+  type: dict
+migration:
+  description: O(step=gather) - containerd's migration of the main file, or null when none was asked for.
+  returned: step is gather
+  type: dict
+dump:
+  description: The loaded config; of the staged files for O(step=stage), of the written ones for O(step=write).
+  returned: success
+  type: str
+dump_warnings:
+  description: containerd's warning and error lines while loading.
+  returned: success
+  type: list
+  elements: str
+rc:
+  description: O(step=stage) - exit code of the staged C(config dump).
+  returned: step is stage
+  type: int
+imports:
+  description: The imports entries and the files they match (O(step=stage) - mapped back to node paths).
+  returned: success
+  type: list
+  elements: dict
+normalized_sha256:
+  description: O(step=stage) - sha256 of the staged dump without its imports line.
+  returned: step is stage
+  type: str
+backup_dir:
+  description: O(step=write) - the directory holding the backups of this write, or null when no file existed.
+  returned: step is write
+  type: str
+written:
+  description: O(step=write) - the files written.
+  returned: step is write
+  type: list
+  elements: str
+removed:
+  description: O(step=write) - the files removed.
+  returned: step is write
+  type: list
+  elements: str
+restored:
+  description: O(step=write) failed - whether every file was put back as it was.
+  returned: failure of step write
+  type: bool
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.gpurt.runtime_gate.plugins.module_utils import containerd_files
+from ansible_collections.gpurt.runtime_gate.plugins.module_utils.containerd_gather import GatherError
+
+_STEPS = {
+    "gather": containerd_files.gather_for_plan,
+    "stage": containerd_files.stage,
+    "write": containerd_files.write,
+}
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            step=dict(type="str", required=True, choices=list(_STEPS)),
+            containerd_bin=dict(type="str", default="containerd"),
+            config_path=dict(type="path", default="/etc/containerd/config.toml"),
+            dropin_dir=dict(type="path", default="/etc/containerd/conf.d"),
+            dropin_dirs=dict(type="list", elements="path"),
+            kubelet_config_path=dict(type="path", default="/var/lib/kubelet/config.yaml"),
+            cdi_spec_dirs=dict(type="list", elements="path"),
+            timeout=dict(type="int", default=30),
+            max_file_bytes=dict(type="int", default=1048576),
+            max_dump_bytes=dict(type="int", default=67108864),
+            migrate=dict(type="str", default="auto", choices=["auto", "always", "never"]),
+            extra_paths=dict(type="list", elements="str", default=[]),
+            files=dict(type="list", elements="dict", default=[], options=dict(
+                path=dict(type="path", required=True),
+                content=dict(type="str"),
+                expect_sha256=dict(type="str"),
+            )),
+            staged_main=dict(type="str"),
+            expected_sha256=dict(type="str"),
+            import_patterns=dict(type="list", elements="str", default=[]),
+            backup_dir=dict(type="path", default="/var/backups/gpurt-runtime-gate"),
+        ),
+        required_if=[("step", "stage", ["staged_main"]), ("step", "write", ["expected_sha256"])],
+        supports_check_mode=True,
+    )
+    params = module.params
+    if params["step"] == "write" and module.check_mode:
+        module.fail_json(msg="step=write changes the node; it does not run in check mode")
+    if params["timeout"] <= 0:
+        module.fail_json(msg="timeout must be a positive number of seconds")
+    try:
+        result = _STEPS[params["step"]](params)
+    except (GatherError, containerd_files.FilesError) as exc:
+        module.fail_json(msg=str(exc), step=params["step"])
+    except (IOError, OSError) as exc:
+        module.fail_json(msg="%s: %s" % (getattr(exc, "filename", None) or params["step"], exc.strerror or exc),
+                         step=params["step"])
+    if result.pop("failed", False):
+        module.fail_json(step=params["step"], **result)
+    module.exit_json(changed=params["step"] == "write", **result)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,152 @@
+"""Node side of remediation: cutting the imports array, glob matching, staging and the write with rollback."""
+import glob
+import hashlib
+import os
+import tempfile
+
+import pytest
+
+from ansible_collections.gpurt.runtime_gate.plugins.module_utils import containerd_config as cc
+from ansible_collections.gpurt.runtime_gate.plugins.module_utils import containerd_files as cf
+from ansible_collections.gpurt.runtime_gate.plugins.module_utils import host_paths
+
+
+@pytest.mark.parametrize("text, expected", [
+    ('version = 2\nimports = ["/a/*.toml"]\nroot = "/r"\n', 'version = 2\nroot = "/r"\n'),
+    ("version = 4\nimports = ['/a/*.toml', '/b']\n[x]\n", "version = 4\n[x]\n"),
+    ('imports = [\n  "/a/*.toml", # first\n  # a comment with ] in it\n  "/b",\n]  # trailing\nversion = 2\n', "version = 2\n"),
+    ('version = 2\n[plugins.x]\nimports = ["kept"]\n', 'version = 2\n[plugins.x]\nimports = ["kept"]\n'),
+    ("version = 2\n", "version = 2\n"),
+])
+def test_without_top_level_array_cuts_only_the_top_level_assignment(text, expected):
+    assert cc.without_top_level_array(text, "imports") == expected
+
+
+@pytest.mark.parametrize("text", ['imports = ["/a"\nversion = 2\n', 'imports = ["/a"] ; version = 2\n'])
+def test_without_top_level_array_refuses_shapes_it_cannot_cut(text):
+    assert cc.without_top_level_array(text, "imports") is None
+
+
+@pytest.mark.parametrize("pattern, path, matches", [
+    ("/etc/containerd/conf.d/*.toml", "/etc/containerd/conf.d/zz-gpurt-nvidia.toml", True),
+    ("/etc/containerd/conf.d/*.toml", "/etc/containerd/conf.d/sub/x.toml", False),  # '*' never crosses '/'
+    ("/etc/containerd/conf.d/*", "/etc/containerd/conf.d/.hidden", True),  # Go matches dot-files
+    ("/etc/containerd/*/*.toml", "/etc/containerd/conf.d/a.toml", True),
+    ("/etc/containerd/conf.d/a?.toml", "/etc/containerd/conf.d/ab.toml", False),  # no '*': a literal path
+    ("/etc/containerd/conf.d/a.toml", "/etc/containerd/conf.d/a.toml", True),
+    ("/etc/containerd/conf.d/[^a]*.toml", "/etc/containerd/conf.d/b.toml", True),
+    ("/etc/containerd/conf.d/[^a]*.toml", "/etc/containerd/conf.d/a.toml", False),
+])
+def test_glob_matches_path_reads_entries_as_containerd_does(pattern, path, matches):
+    assert host_paths.glob_matches_path(pattern, path) is matches
+
+
+def test_the_normalised_dump_hash_ignores_only_the_imports_line():
+    a = "version = 3\nimports = ['/tmp/gpurt-stage-x/etc/conf.d/*.toml']\nroot = '/var/lib/containerd'\n"
+    b = "version = 3\nimports = ['/etc/conf.d/*.toml']\nroot = '/var/lib/containerd'\n"
+    c = "version = 3\nimports = ['/etc/conf.d/*.toml']\nroot = '/other'\n"
+    assert cf.normalized_dump_sha256(a) == cf.normalized_dump_sha256(b) != cf.normalized_dump_sha256(c)
+
+
+def _fake_containerd(tmp_path, dump_text, fail_for=None):
+    """A containerd stand-in for the unit tests: prints a fixed dump, fails when --config is fail_for."""
+    dump = tmp_path / "dump.toml"
+    dump.write_text(dump_text)
+    script = tmp_path / "containerd"
+    script.write_text('#!/bin/sh\n[ "$1" = "--version" ] && { echo "containerd x v2.1.9 y"; exit 0; }\n'
+                      '[ "$2" = "%s" ] && { echo "containerd: boom" >&2; exit 1; }\ncat "%s"\n' % (fail_for or "-", dump))
+    script.chmod(0o755)
+    return str(script)
+
+
+def _params(tmp_path, binary, **extra):
+    params = dict(containerd_bin=binary, config_path=str(tmp_path / "etc/config.toml"),
+                  dropin_dir=str(tmp_path / "etc/conf.d"), dropin_dirs=[str(tmp_path / "etc/conf.d")],
+                  kubelet_config_path=str(tmp_path / "kubelet.yaml"), cdi_spec_dirs=[], timeout=10,
+                  max_file_bytes=1 << 20, max_dump_bytes=1 << 24, backup_dir=str(tmp_path / "backups"),
+                  import_patterns=[], files=[])
+    params.update(extra)
+    return params
+
+
+def _sha(text):
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def test_stage_writes_only_below_its_private_dir_and_always_removes_it(tmp_path):
+    (tmp_path / "etc/conf.d").mkdir(parents=True)
+    (tmp_path / "etc/conf.d/99-nvidia.toml").write_text("version = 3\n")
+    binary = _fake_containerd(tmp_path, "version = 3\nimports = []\n")
+    before = set(glob.glob(os.path.join(tempfile.gettempdir(), "gpurt-stage-*")))
+    own = str(tmp_path / "etc/conf.d/zz-gpurt-nvidia.toml")
+    result = cf.stage(_params(tmp_path, binary, staged_main='version = 3\nimports = ["@@GPURT_STAGE@@%s/*.toml"]\n'
+                              % (tmp_path / "etc/conf.d"), files=[dict(path=own, content="version = 3\n", expect_sha256=None)]))
+    assert result["rc"] == 0 and result["normalized_sha256"]
+    assert sorted(os.path.basename(m) for m in result["imports"][0]["matches"]) == ["99-nvidia.toml", "zz-gpurt-nvidia.toml"]
+    assert result["imports"][0]["matches"][1] == own  # mapped back to the node's path
+    assert not os.path.exists(own)
+    assert set(glob.glob(os.path.join(tempfile.gettempdir(), "gpurt-stage-*"))) == before
+    with pytest.raises(cf.FilesError):  # a file outside the drop-in dir is not the role's to stage
+        cf.stage(_params(tmp_path, binary, staged_main="", files=[dict(path="/etc/passwd", content="x", expect_sha256=None)]))
+    with pytest.raises(Exception):
+        cf.stage(_params(tmp_path, str(tmp_path / "missing"), staged_main="version = 3\n"))
+    assert set(glob.glob(os.path.join(tempfile.gettempdir(), "gpurt-stage-*"))) == before
+
+
+def test_every_step_refuses_a_file_changed_since_it_was_read(tmp_path):
+    (tmp_path / "etc").mkdir()
+    main = tmp_path / "etc/config.toml"
+    main.write_text("version = 3\n")
+    binary = _fake_containerd(tmp_path, "version = 3\n")
+    files = [dict(path=str(main), content="version = 3\nimports = []\n", expect_sha256=_sha("version = 2\n"))]
+    with pytest.raises(cf.FilesError, match="changed since it was read"):
+        cf.stage(_params(tmp_path, binary, staged_main="version = 3\n", files=files))
+    with pytest.raises(cf.FilesError, match="changed since it was read"):
+        cf.write(_params(tmp_path, binary, files=files, expected_sha256="x"))
+    assert main.read_text() == "version = 3\n"
+
+
+def test_write_puts_every_file_back_when_the_real_load_differs(tmp_path):
+    (tmp_path / "etc/conf.d").mkdir(parents=True)
+    main = tmp_path / "etc/config.toml"
+    main.write_text("# theirs\nversion = 3\n")
+    main.chmod(0o640)
+    binary = _fake_containerd(tmp_path, "version = 3\nroot = '/x'\n")
+    own = tmp_path / "etc/conf.d/zz-gpurt-nvidia.toml"
+    files = [dict(path=str(main), content="version = 3\nimports = []\n", expect_sha256=_sha("# theirs\nversion = 3\n")),
+             dict(path=str(own), content="version = 3\n", expect_sha256=None)]
+    result = cf.write(_params(tmp_path, binary, files=files, expected_sha256="not what it loads"))
+    assert result["failed"] and result["restored"], result
+    assert "load differently from the staged ones" in result["msg"]
+    assert main.read_text() == "# theirs\nversion = 3\n" and oct(main.stat().st_mode & 0o777) == "0o640"
+    assert not own.exists()
+    assert os.path.isfile(os.path.join(result["backup_dir"], str(main).lstrip("/")))
+
+
+def test_write_keeps_mode_and_returns_the_gather_of_what_it_wrote(tmp_path):
+    (tmp_path / "etc/conf.d").mkdir(parents=True)
+    main = tmp_path / "etc/config.toml"
+    main.write_text("version = 3\n")
+    main.chmod(0o600)
+    dump = "version = 3\nroot = '/x'\n"
+    binary = _fake_containerd(tmp_path, dump)
+    files = [dict(path=str(main), content="version = 3\nimports = []\n", expect_sha256=_sha("version = 3\n"))]
+    result = cf.write(_params(tmp_path, binary, files=files, expected_sha256=cf.normalized_dump_sha256(dump)))
+    assert not result.get("failed"), result
+    assert result["written"] == [str(main)] and result["dump"] == dump
+    assert main.read_text() == "version = 3\nimports = []\n" and oct(main.stat().st_mode & 0o777) == "0o600"
+    assert not [p for p in os.listdir(tmp_path / "etc") if p.startswith(".gpurt-")]  # no temp file left
+
+
+def test_write_refuses_backups_an_imports_glob_would_load(tmp_path):
+    (tmp_path / "etc").mkdir()
+    main = tmp_path / "etc/config.toml"
+    main.write_text("version = 3\n")
+    binary = _fake_containerd(tmp_path, "version = 3\n")
+    files = [dict(path=str(main), content="version = 3\nimports = []\n", expect_sha256=_sha("version = 3\n"))]
+    # <backup_dir>/<run dir>/<the main config's path>: one '*' per path segment matches it
+    depth = len(str(main).strip("/").split("/"))
+    pattern = str(tmp_path / "backups") + "/*" * (1 + depth)
+    with pytest.raises(cf.FilesError, match="would load the backups"):
+        cf.write(_params(tmp_path, binary, files=files, expected_sha256="x", import_patterns=[pattern]))
+    assert main.read_text() == "version = 3\n"

@@ -1,0 +1,196 @@
+"""Plan and proof of the remediation, on gather results built here (no containerd needed)."""
+import pytest
+
+from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import remediation as r
+from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import toml_document
+
+V2 = "io.containerd.grpc.v1.cri"
+V3 = "io.containerd.cri.v1.runtime"
+ETC = "/etc/containerd"
+
+
+def opts(**extra):
+    base = dict(config_path=ETC + "/config.toml", dropin_dir=ETC + "/conf.d", backup_dir="/var/backups/gpurt",
+                dropin_prefix="zz-", dropin_suffix=".toml", dropin_glob="*.toml", migrate="auto",
+                runtimes=[{"name": "nvidia", "binary_name": "/usr/bin/nvidia-container-runtime"}], require_binaries=False)
+    base.update(extra)
+    return base
+
+
+def dump(major, runtimes, default="runc", **cri):
+    plugin = V2 if major < 2 else V3
+    doc = {"version": 2 if major < 2 else 3, "imports": [],
+           "plugins": {plugin: dict(cri, containerd={"default_runtime_name": default, "runtimes": runtimes})}}
+    return toml_document.dumps(doc)
+
+
+RUNC = {"runtime_type": "io.containerd.runc.v2"}
+NVIDIA = {"runtime_type": "io.containerd.runc.v2", "options": {"BinaryName": "/usr/bin/nvidia-container-runtime"}}
+
+
+def gathered(major, main_text, loaded, files=(), minor=1, imports=None):
+    """A gather result: main config text (None: absent), the loaded dump, more files [(path, text, role)]."""
+    entries = [{"path": ETC + "/config.toml", "role": "main", "content": main_text,
+                "error": None if main_text is not None else "file does not exist"}]
+    entries += [{"path": p, "role": role, "content": t, "error": None} for p, t, role in files]
+    return {"version_major": major, "version_minor": minor, "version": "%d.%d.0" % (major, minor),
+            "config_path": ETC + "/config.toml", "config_exists": main_text is not None, "files": entries,
+            "file_states": dict((e["path"], {"exists": True, "sha256": "sha-" + e["path"]}) for e in entries
+                                if e["content"] is not None),
+            "dump": loaded, "dump_warnings": [], "default_text": dump(major, {"runc": RUNC}) if major < 2 else
+            'version = 3\n', "imports": imports or [], "paths": {}, "migration": None, "kubelet_config": {}}
+
+
+@pytest.mark.parametrize("change, message", [
+    (dict(config_path="etc/containerd/config.toml"), "config_path must be an absolute path"),
+    (dict(config_path="/etc/containerd/[a]/config.toml"), "without glob characters"),
+    (dict(dropin_prefix="a/b"), "must not contain '/'"),
+    (dict(dropin_suffix=".."), "must not contain"),
+    (dict(dropin_glob="*.conf"), "does not match the drop-in names"),
+    (dict(backup_dir=ETC + "/backups"), "must be outside"),
+    (dict(backup_dir="/etc"), "must be outside"),
+    (dict(migrate="sometimes"), "migrate must be"),
+])
+def test_bad_options_are_refused(change, message):
+    with pytest.raises(r.Refusal, match=message.replace("[", r"\[")):
+        r.check_options(opts(**change))
+
+
+def test_runtime_specs_are_checked_and_completed():
+    with pytest.raises(r.Refusal, match="not a DNS label"):
+        r.normalize_runtimes([{"name": "Nvidia"}], None)
+    with pytest.raises(r.Refusal, match="runc is kept"):
+        r.normalize_runtimes([{"name": "runc"}], None)
+    with pytest.raises(r.Refusal, match="listed twice"):
+        r.normalize_runtimes([{"name": "a"}, {"name": "a"}], None)
+    specs = r.normalize_runtimes([{"name": "nvidia", "binary_name": "/b"},
+                                  {"name": "kata", "runtime_type": "io.containerd.kata.v2"}], True)
+    assert specs[0]["table"] == {"runtime_type": "io.containerd.runc.v2", "options": {"BinaryName": "/b", "SystemdCgroup": True}}
+    assert specs[1]["table"] == {"runtime_type": "io.containerd.kata.v2"}  # SystemdCgroup is a runc option
+
+
+def test_nothing_is_planned_while_the_runtime_is_loaded_as_wanted():
+    g = gathered(2, 'version = 3\nimports = ["/etc/containerd/conf.d/*.toml"]\n', dump(2, {"runc": RUNC, "nvidia": NVIDIA}))
+    plan = r.plan(g, opts())
+    assert plan["noop"] and plan["writes"] == []
+    assert plan["notes"] == ["nvidia is already loaded as wanted; nothing to write for it"]
+
+
+def test_2x_plans_one_drop_in_per_runtime_at_the_main_files_version_and_an_imports_entry():
+    g = gathered(2, "# kept comment\nversion = 2\n", dump(2, {"runc": RUNC}))
+    plan = r.plan(g, opts())
+    paths = [w["path"] for w in plan["writes"]]
+    assert paths == [ETC + "/config.toml", ETC + "/conf.d/zz-gpurt-nvidia.toml"]
+    main, dropin = plan["writes"][0]["content"], plan["writes"][1]["content"]
+    assert main.startswith("# kept comment\nversion = 2\n") and 'imports = ["/etc/containerd/conf.d/*.toml"]' in main
+    assert toml_document.loads(dropin) == {"version": 2, "plugins": {V2: {"containerd": {"runtimes": {"nvidia": NVIDIA}}}}}
+    assert dropin.startswith(r.OWN_MARKER)
+    assert plan["staged_main"].count("@@GPURT_STAGE@@/etc/containerd/conf.d/*.toml") == 1
+
+
+def test_a_file_of_another_tool_at_the_role_name_is_refused():
+    g = gathered(2, 'version = 3\nimports = ["/etc/containerd/conf.d/*.toml"]\n', dump(2, {"runc": RUNC}),
+                 files=[(ETC + "/conf.d/zz-gpurt-nvidia.toml", "version = 3\n", "imported")])
+    with pytest.raises(r.Refusal, match="is not a file of this role"):
+        r.plan(g, opts())
+
+
+def test_a_generated_main_config_is_refused_when_it_must_change():
+    text = "# File generated by k3s. DO NOT EDIT. Use config.toml.tmpl instead.\nversion = 2\n"
+    with pytest.raises(r.Refusal, match="config.toml.tmpl"):
+        r.plan(gathered(1, text, dump(1, {"runc": RUNC}), minor=7), opts())
+    plan = r.plan(gathered(1, text, dump(1, {"runc": RUNC}), minor=7), opts(edit_generated=True))
+    assert not plan["noop"]
+
+
+def test_1x_carries_the_cri_section_of_the_last_file_that_declares_it():
+    main = 'version = 2\nimports = ["/etc/containerd/conf.d/*.toml"]\n[plugins."%s"]\n  sandbox_image = "main"\n' % V2
+    kata = ('version = 2\n[plugins."%s"]\n  sandbox_image = "kata"\n[plugins."%s".containerd.runtimes.kata]\n'
+            '  runtime_type = "io.containerd.kata.v2"\n' % (V2, V2))
+    g = gathered(1, main, dump(1, {"kata": {"runtime_type": "io.containerd.kata.v2"}}, sandbox_image="kata"), minor=7,
+                 files=[(ETC + "/conf.d/50-kata.toml", kata, "imported")],
+                 imports=[{"pattern": ETC + "/conf.d/*.toml", "resolved": ETC + "/conf.d/*.toml",
+                           "declared_in": ETC + "/config.toml", "matches": [ETC + "/conf.d/50-kata.toml"]}])
+    plan = r.plan(g, opts())
+    [write] = plan["writes"]
+    assert write["path"] == ETC + "/conf.d/zz-gpurt_cri.toml"
+    section = toml_document.loads(write["content"])["plugins"][V2]
+    assert section["sandbox_image"] == "kata" and set(section["containerd"]["runtimes"]) == {"kata", "nvidia"}
+    assert any("50-kata.toml" in w for w in plan["warnings"])
+
+
+def test_1x_refuses_when_a_later_file_would_replace_the_section_again():
+    main = 'version = 2\nimports = ["/etc/containerd/conf.d/*.toml"]\n'
+    later = 'version = 2\n[plugins."%s"]\n  sandbox_image = "x"\n' % V2
+    g = gathered(1, main, dump(1, {"runc": RUNC}), minor=7,
+                 files=[(ETC + "/conf.d/zzz-late.toml", later, "imported")],
+                 imports=[{"pattern": ETC + "/conf.d/*.toml", "resolved": ETC + "/conf.d/*.toml",
+                           "declared_in": ETC + "/config.toml", "matches": [ETC + "/conf.d/zzz-late.toml"]}])
+    with pytest.raises(r.Refusal, match="zzz-late.toml after the role's"):
+        r.plan(g, opts())
+
+
+def test_the_proof_refuses_a_change_nobody_asked_for_and_prints_it():
+    g = gathered(2, 'version = 3\nimports = ["/etc/containerd/conf.d/*.toml"]\n', dump(2, {"runc": RUNC}, enable_cdi=True))
+    plan = r.plan(g, opts())
+    staged = {"rc": 0, "dump": dump(2, {"runc": RUNC, "nvidia": dict(NVIDIA, privileged_without_host_devices=False)},
+                                    enable_cdi=False),
+              "imports": [{"matches": [ETC + "/conf.d/zz-gpurt-nvidia.toml"]}], "dump_warnings": []}
+    problems, changes = r.prove(plan, g, staged)
+    assert 'plugins."io.containerd.cri.v1.runtime".enable_cdi: true -> false' in [p.strip() for p in problems]
+    assert not any("nvidia" in p for p in problems)  # the new runtime's whole table was asked for
+    problems, _changes = r.prove(plan, g, staged, accept=['plugins."io.containerd.cri.v1.runtime".enable_cdi'])
+    assert problems == []
+    problems, _changes = r.prove(plan, g, dict(staged, imports=[{"matches": []}]),
+                                 accept=['plugins."io.containerd.cri.v1.runtime".*'])
+    assert problems == ["no imports entry loads /etc/containerd/conf.d/zz-gpurt-nvidia.toml"]
+
+
+def test_the_proof_names_the_file_that_wins_over_the_roles():
+    other = ('version = 3\n[plugins."%s".containerd.runtimes.nvidia.options]\n  BinaryName = "/other"\n' % V3)
+    g = gathered(2, 'version = 3\nimports = ["/etc/containerd/conf.d/*.toml"]\n',
+                 dump(2, {"runc": RUNC, "nvidia": {"runtime_type": "io.containerd.runc.v2", "options": {"BinaryName": "/other"}}}),
+                 files=[(ETC + "/conf.d/zzz-nvidia.toml", other, "imported")])
+    plan = r.plan(g, opts())
+    staged = {"rc": 0, "dump": g["dump"], "dump_warnings": [],
+              "imports": [{"matches": [ETC + "/conf.d/zz-gpurt-nvidia.toml"]}]}
+    problems, _changes = r.prove(plan, g, staged)
+    assert problems == ['plugins."io.containerd.cri.v1.runtime".containerd.runtimes.nvidia.options.BinaryName would load as '
+                        '"/other", not "/usr/bin/nvidia-container-runtime" (also set in /etc/containerd/conf.d/zzz-nvidia.toml, '
+                        'which containerd merges after the role\'s file)']
+
+
+def test_the_proof_fails_closed_when_containerd_refuses_the_staged_files():
+    g = gathered(2, "version = 3\n", dump(2, {"runc": RUNC}))
+    plan = r.plan(g, opts())
+    problems, changes = r.prove(plan, g, {"rc": 1, "dump": None, "stderr_tail": "containerd: bad"})
+    assert problems == ["containerd refuses the proposed files: containerd: bad"] and changes == []
+
+
+def test_the_default_runtime_is_kept_unless_asked_and_then_needs_consent():
+    loaded = dump(2, {"runc": RUNC, "nvidia": NVIDIA}, default="nvidia")
+    g = gathered(2, 'version = 3\nimports = ["/etc/containerd/conf.d/*.toml"]\n', loaded)
+    assert r.plan(g, opts())["noop"]  # an EKS-style nvidia default stays
+    plan = r.plan(g, opts(default_runtime_name="runc"))
+    assert plan["wanted_default"] == "runc" and plan["writes"][0]["path"].endswith("zz-gpurt_cri.toml")
+    with pytest.raises(r.Refusal, match="allow_non_runc_default"):
+        r.plan(gathered(2, "version = 3\n", dump(2, {"runc": RUNC, "nvidia": NVIDIA})), opts(default_runtime_name="nvidia"))
+
+
+def test_the_main_edit_keeps_everything_but_the_new_entry():
+    text = '# head\nversion = 2  # v\nroot = "/r"\n\n[grpc]\n  address = "/s"  # sock\n'
+    new, doc = r._main_edit(text, toml_document.loads(text), add_import="/etc/containerd/conf.d/*.toml")
+    assert new.replace('imports = ["/etc/containerd/conf.d/*.toml"]\n', "") == text
+    assert doc["imports"] == ["/etc/containerd/conf.d/*.toml"]
+
+
+def test_unreadable_or_unknown_main_configs_are_refused():
+    g = gathered(1, None, dump(1, {"runc": RUNC}), minor=7)
+    g["config_exists"] = True
+    g["files"][0]["error"] = "not UTF-8 text (bad byte at offset 31)"
+    with pytest.raises(r.Refusal, match="cannot be read as text"):
+        r.plan(g, opts())
+    with pytest.raises(r.Refusal, match="version 1 \\(plugins.cri\\)"):
+        r.plan(gathered(1, '[plugins.cri]\n  sandbox_image = "x"\n', dump(1, {"runc": RUNC}), minor=7), opts())
+    with pytest.raises(r.Refusal, match="version 3, which containerd 1.6"):
+        r.plan(gathered(1, "version = 3\n", dump(1, {"runc": RUNC}), minor=6), opts())
