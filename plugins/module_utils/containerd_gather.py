@@ -464,7 +464,7 @@ def gather(params):
         argv = [binary, "--config", config_path, "config", "dump"]
     else:
         argv = [binary, "config", "default"]
-    max_memory = max(0, params.get("max_memory_mb") or 0) * 1024 * 1024
+    max_memory = max(0, params.get("max_memory_mb", 1024) or 0) * 1024 * 1024
     # Both commands run at once: each is a process start that waits on disk, not on the other.
     version_proc = start([binary, "--version"])
     dump_proc = start(argv, max_memory)

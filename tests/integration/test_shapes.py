@@ -13,13 +13,12 @@ import pytest
 
 from tests.lib import ansible_run
 from tests.lib import containerd_bins
-from tests.lib.nodes import Node
+from tests.lib import shapes
 
 pytestmark = pytest.mark.integration
 
-SHAPES = os.path.join(ansible_run.REPO, "tests", "fixtures", "shapes")
+SHAPES = shapes.SHAPES
 PLAYBOOK = os.path.join(ansible_run.REPO, "playbooks", "audit.yml")
-KUBELET_SYSTEMD = "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\ncgroupDriver: systemd\n"
 RUNTIMECLASSES = "\n---\n".join(
     "apiVersion: node.k8s.io/v1\nkind: RuntimeClass\nmetadata: {name: %s}\nhandler: %s\n"
     "scheduling:\n  nodeSelector: {gpurt.test/%s: \"true\"}\n" % (name, name, name)
@@ -74,35 +73,14 @@ CASES = {
 }
 
 
-def load_shape(name):
-    with open(os.path.join(SHAPES, name, "shape.json")) as handle:
-        return json.load(handle)
-
-
 def build(base, name, version):
-    """A fake node from a shape: its files with {root} replaced, re-encoded where the shape says,
-    its runtime binaries executable and its host files present."""
-    shape = load_shape(name)
-    node = Node(base, "%s--%s" % (name, version), version)
-    encodings = shape.get("encodings") or {}
-    for rel in shape["files"]:
-        with open(os.path.join(SHAPES, name, rel), encoding="utf-8") as handle:
-            text = handle.read().replace("{root}", node.root)
-        target = node.path(rel)
-        os.makedirs(os.path.dirname(target), exist_ok=True)
-        with open(target, "wb") as handle:
-            handle.write(text.encode(encodings.get(rel, "utf-8")))
-    for rel in shape.get("runtime_binaries") or []:
-        node.runtime_binary(rel)
-    for rel in shape.get("host_files") or []:
-        node.write(rel, "")
-    kubelet = shape.get("kubelet_config")
+    """A fake node from a shape (tests/lib/shapes.install) and its host variables."""
+    node = shapes.install(base, "%s--%s" % (name, version), name, version)
     # the fake node's PATH: the directories its binaries were installed in
-    path_dirs = sorted(set(os.path.dirname(node.path(rel)) for rel in shape.get("runtime_binaries") or []))
-    host = node.host_vars(gpurt_containerd_config_path=node.path(shape.get("config") or "etc/containerd/config.toml"),
+    path_dirs = sorted(set(os.path.dirname(node.path(rel)) for rel in shapes.meta(name).get("runtime_binaries") or []))
+    host = node.host_vars(gpurt_containerd_config_path=node.path(node.config_rel),
                           gpurt_cdi_spec_dirs=[node.path("etc/cdi"), node.path("var/run/cdi")],
-                          gpurt_kubelet_config_path=node.path(kubelet) if kubelet else node.kubelet_config_path,
-                          gpurt_shim_dirs=path_dirs)
+                          gpurt_kubelet_config_path=node.path(node.kubelet_rel), gpurt_shim_dirs=path_dirs)
     return node, host
 
 
@@ -116,7 +94,7 @@ def every_case():
     pairs = set(CASES)
     for name in sorted(os.listdir(SHAPES)):
         if os.path.isfile(os.path.join(SHAPES, name, "shape.json")):
-            for version in load_shape(name)["containerd"]:
+            for version in shapes.meta(name)["containerd"]:
                 pairs.add((name, version))
     return sorted(pairs)
 
