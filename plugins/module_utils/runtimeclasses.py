@@ -242,8 +242,11 @@ def load_manifests(path, kind, others=None):
                 items = doc.get("items") or []
                 if not isinstance(items, list):
                     raise ValueError("%s: items is not a list" % where)
-                # Items of a <kind>List may omit kind and apiVersion, as the apiserver's do.
-                inherited = doc.get("apiVersion") if doc_kind != "List" else None
+                # Items of a <kind>List may omit kind and apiVersion, as the apiserver's do; with no
+                # apiVersion on the list either, the list's kind is all there is to go by.
+                inherited = None
+                if doc_kind != "List":
+                    inherited = doc.get("apiVersion", API_VERSIONS[kind])
                 for item_index, item in enumerate(items, 1):
                     item_where = "%s, item %d" % (where, item_index)
                     if not isinstance(item, dict):

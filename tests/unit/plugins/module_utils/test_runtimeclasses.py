@@ -235,6 +235,17 @@ def test_list_and_kind_list_items(tmp_path):
     assert names(rc.load_manifests(path, "Node")) == ["some-node"]
 
 
+def test_kind_list_without_any_api_version_is_taken_by_its_kind(tmp_path):
+    path = write(tmp_path / "list.json", json.dumps({"kind": "RuntimeClassList",
+                                                     "items": [{"metadata": {"name": "kata"}, "handler": "kata"}]}))
+    assert names(rc.load_manifests(path, "RuntimeClass")) == ["kata"]
+    # but a list that names another version is one kubectl refuses
+    path = write(tmp_path / "old.json", json.dumps({"apiVersion": "node.k8s.io/v1beta1", "kind": "RuntimeClassList",
+                                                    "items": [{"metadata": {"name": "kata"}, "handler": "kata"}]}))
+    with pytest.raises(ValueError, match="item 1: apiVersion 'node.k8s.io/v1beta1' is not node.k8s.io/v1"):
+        rc.load_manifests(path, "RuntimeClass")
+
+
 def test_directory_reads_yaml_yml_json_recursively_in_path_order(tmp_path):
     write(tmp_path / "b.yml", RC_API + "kind: RuntimeClass\nmetadata: {name: from-yml}\nhandler: x\n")
     write(tmp_path / "a.json", json.dumps({"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass",
