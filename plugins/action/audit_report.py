@@ -9,6 +9,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import os
+import tempfile
 
 from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
@@ -30,6 +31,9 @@ ARGUMENT_SPEC = dict(
     drift_groups=dict(type="list", elements="str"),
     json_path=dict(type="path"),
     junit_path=dict(type="path"),
+    metrics_path=dict(type="path"),
+    allow_no_runtimeclasses=dict(type="bool", default=False),
+    node_label_selector=dict(type="str"),
 )
 
 _IMPLICIT_GROUPS = ("all", "ungrouped")
@@ -60,9 +64,10 @@ class ActionModule(ActionBase):
                 entries = self._host_entries(args, task_vars)
         except (ValueError, KeyError, TypeError) as exc:
             raise AnsibleActionFail("cannot build the audit report: %s" % exc)
-        built = report.build(entries, args["fail_on"], args["mode"], args["runtimeclasses"])
+        built = report.build(entries, args["fail_on"], args["mode"], args["runtimeclasses"], run_failures(args, entries))
         written = []
-        for path, render in ((args["json_path"], report.to_json), (args["junit_path"], report.to_junit)):
+        for path, render in ((args["json_path"], report.to_json), (args["junit_path"], report.to_junit),
+                             (args["metrics_path"], report.to_prometheus)):
             if path:
                 self._write(path, render(built))
                 written.append(path)
@@ -71,6 +76,8 @@ class ActionModule(ActionBase):
             changed=False,
             report=built,
             summary=built["summary"],
+            passed=built["summary"]["passed"],
+            run_failures=built["run_failures"],
             summary_lines=lines,
             detail_lines=report.summary_lines(built),
             gpurt_summary_lines=lines,
@@ -79,16 +86,28 @@ class ActionModule(ActionBase):
             written=written,
             msg=lines[-1],
         )
+        if built["run_failures"]:
+            # The run as a whole checked too little to pass: the reports are written, the task fails.
+            result.update(failed=True, msg="; ".join(built["run_failures"]) + " (" + lines[-1] + ")")
         return result
 
     @staticmethod
     def _write(path, text):
+        """Write whole or not at all: a reader (node_exporter, CI) never sees half a file."""
         directory = os.path.dirname(path)
         try:
             if directory and not os.path.isdir(directory):
                 os.makedirs(directory)
-            with open(path, "w") as handle:
-                handle.write(text)
+            handle = tempfile.NamedTemporaryFile("w", dir=directory or ".", prefix=".%s." % os.path.basename(path),
+                                                 delete=False)
+            try:
+                with handle:
+                    handle.write(text)
+                os.chmod(handle.name, 0o644)
+                os.rename(handle.name, path)
+            except BaseException:
+                os.unlink(handle.name)
+                raise
         except (IOError, OSError) as exc:
             raise AnsibleActionFail("cannot write report %s: %s" % (path, exc.strerror or exc))
 
@@ -117,10 +136,28 @@ class ActionModule(ActionBase):
             raise ValueError("mode=cluster needs nodes (from gpurt.runtime_gate.node_info)")
         entries = []
         for node in args["nodes"]:
-            checked, found = checks.check_reported_node(node, args["runtimeclasses"], args["pod_requests"], args["skip_checks"])
+            checked, found, ran, skipped = checks.check_reported_node(
+                node, args["runtimeclasses"], args["pod_requests"], args["skip_checks"])
             reason = None if checked else "Node reports no status.runtimeHandlers"
             entries.append(report.node_entry(
-                node["name"], found, not_checked_reason=reason, fail_on=args["fail_on"],
-                checks_run=[c for c in ("missing_handler", "overhead_unschedulable") if c not in args["skip_checks"]],
-                runtimes=[h for h in node["runtime_handlers"] if h] if checked else None))
+                node["name"], found, not_checked_reason=reason, fail_on=args["fail_on"], checks_run=ran,
+                checks_skipped=skipped, runtimes=[h for h in node["runtime_handlers"] if h] if checked else None,
+                node_info={"containerd_version": node.get("container_runtime_version")}))
         return entries
+
+
+def run_failures(args, entries):
+    """Why the run as a whole fails however its nodes fared: a gate that checked nothing,
+    or cross-checked against no RuntimeClass, never passes."""
+    out = []
+    if not entries:
+        if args["mode"] == "cluster":
+            selector = args.get("node_label_selector")
+            out.append("no Node to judge: the cluster listed none%s" % (
+                " matching label selector '%s'" % selector if selector else ""))
+        else:
+            out.append("no host to judge: the play had no host (check the inventory, gpurt_audit_hosts and --limit)")
+    if not args["runtimeclasses"] and not args["allow_no_runtimeclasses"]:
+        out.append("no RuntimeClass was read, so no handler was cross-checked (set "
+                   "allow_no_runtimeclasses / gpurt_allow_no_runtimeclasses=true to audit the nodes alone)")
+    return out

@@ -10,8 +10,10 @@ __metaclass__ = type
 from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 
+from ansible_collections.gpurt.runtime_gate.plugins.module_utils import host_paths
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import audit
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import findings as checks
+from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import report
 
 ARGUMENT_SPEC = dict(
     gathered=dict(type="dict"),
@@ -28,6 +30,8 @@ ARGUMENT_SPEC = dict(
     fail_on=dict(type="str", default="error", choices=list(checks.FAIL_ON_CHOICES)),
     report_only=dict(type="bool", default=False),
     sandbox_root=dict(type="path"),
+    require_runtimeclasses=dict(type="bool", default=False),
+    max_dump_bytes=dict(type="int", default=67108864),
 )
 
 
@@ -56,12 +60,16 @@ class ActionModule(ActionBase):
             required_one_of=[["gathered", "dump", "dump_path"]],
         )
         name = args["node_name"] or task_vars.get("inventory_hostname", "node")
+        if args["require_runtimeclasses"] and not args["runtimeclasses"]:
+            raise AnsibleActionFail("%s: no RuntimeClass was read, so no handler can be cross-checked: the source "
+                                    "(manifests or cluster) yielded zero RuntimeClasses" % name)
         try:
             checks.validate_skip(args["skip_checks"])
             if args["gathered"] is not None:
                 gathered = args["gathered"]
             elif args["dump_path"] is not None:
-                gathered = audit.gathered_from_dump(_read_bytes(args["dump_path"]), args["dump_path"])
+                gathered = audit.gathered_from_dump(_read_bytes(args["dump_path"], args["max_dump_bytes"]),
+                                                    args["dump_path"])
             else:
                 gathered = audit.gathered_from_dump(args["dump"])
             labels, allocatable = audit.node_facts(name, args["nodes"], args["node_labels"], args["node_allocatable"])
@@ -78,24 +86,23 @@ class ActionModule(ActionBase):
             missing=[line.split("=", 1)[1] for line in entry["missing"]],
             missing_lines=entry["missing"],
             counts=entry["counts"],
+            checks_run=entry["checks_run"],
+            checks_skipped=entry["checks_skipped"],
+            running=entry["running"],
         )
         failing = [f for f in entry["findings"] if checks.reaches(f["severity"], args["fail_on"])]
-        lines = entry["missing"] + ["%s %s: %s" % (f["severity"].upper(), f["check"], f["message"])
-                                    for f in failing if f["check"] != "missing_handler"]
-        if entry["reason"]:
-            lines.append("NOT CHECKED: %s" % entry["reason"])
-        lines = lines or ["OK"]
-        result["msg"] = "\n".join(lines)
-        # A lone dump is the seed lab's one-file contract: bare lines; a node's lines carry its name.
+        # The seed lab's one-file contract: MISSING=<handler> lines, then other failing findings, or OK.
+        lines = report.gate_lines(entry["findings"], failing, entry["reason"], detail_missing=False) or ["OK"]
+        result["msg"] = "\n".join(report.gate_lines(entry["findings"], failing, entry["reason"]) or ["OK"])
+        # A lone dump's lines are bare; a node's lines carry its name.
         result["gpurt_summary_lines"] = lines if args["gathered"] is None else ["%s: %s" % (name, line) for line in lines]
         if entry["failing"] and not args["report_only"]:
             result["failed"] = True
         return result
 
 
-def _read_bytes(path):
-    try:
-        with open(path, "rb") as handle:
-            return handle.read()
-    except (IOError, OSError) as exc:
-        raise ValueError("cannot read dump file %s: %s" % (path, exc.strerror or exc))
+def _read_bytes(path, max_bytes):
+    data, error = host_paths.read_bytes(path, max_bytes, timeout=60)
+    if error is not None:
+        raise ValueError("cannot read dump file %s: %s" % (path, error))
+    return data

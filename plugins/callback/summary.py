@@ -16,6 +16,9 @@ description:
     M(gpurt.runtime_gate.runtime_check) return and prints them, one per line and unindented,
     after the play recap, so that scripts and CI logs can grep for lines such as
     C(MISSING=<handler>) and C(OK).
+  - The lines are built by the collection's one formatter of findings; any control character in
+    them (a handler with a newline, an ANSI escape) is printed escaped, so no value can print a
+    line of its own, such as a bare C(OK).
   - Enable it with C(callbacks_enabled = gpurt.runtime_gate.summary) in C(ansible.cfg) or
     E(ANSIBLE_CALLBACKS_ENABLED).
 version_added: 0.1.0
@@ -26,6 +29,8 @@ requirements:
 """
 
 from ansible.plugins.callback import CallbackBase
+
+from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils.findings import one_line
 
 RESULT_KEY = "gpurt_summary_lines"
 
@@ -57,4 +62,4 @@ class CallbackModule(CallbackBase):
         self._display.display("RUNTIME GATE " + "*" * 66)
         for lines in self._blocks:
             for line in lines:
-                self._display.display(line)
+                self._display.display(one_line(line))

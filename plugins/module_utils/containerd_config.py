@@ -116,38 +116,76 @@ def summarize(doc):
     }
 
 
-# containerd reads the runtimes of a file from the plugin name that matches the
-# file's config version. Measured with containerd 1.6.20, 1.7.24 and 2.1.9.
+# containerd reads the runtimes of a file from the plugin names that match the file's config
+# version. Measured with containerd 1.6.20, 1.7.24, 2.1.9 and 2.3.4, one runtime per plugin name
+# and every combination (tests/integration/test_audit_checks_23.py repeats the 2.3.4 ones):
+# 1.x reads one name per version (and 1.7 refuses version 3); 2.0-2.2 merge the files first and
+# read the merged config by the root file's version; 2.3 migrates each file to version 4 on its own
+# and reads every older name of a version 1-3 file, but not io.containerd.grpc.v1.cri of a version
+# 4 one. plugins.cri is read by 2.x in every version it accepts but 1 (2.1).
 _PLUGIN_READ_BY = {
     (1, 1): (CRI_PLUGIN_V1,),
     (1, 2): (CRI_PLUGIN_V2,),
     (1, 3): (CRI_PLUGIN_V2,),  # 1.6 only; 1.7 refuses version 3 outright
     (2, 1): (CRI_PLUGIN_V3,),
     (2, 2): (CRI_PLUGIN_V2, CRI_PLUGIN_V1, CRI_PLUGIN_V3),
-    (2, 3): (CRI_PLUGIN_V3,),
+    (2, 3): (CRI_PLUGIN_V3, CRI_PLUGIN_V1),
     (2, 4): (CRI_PLUGIN_V3,),
+    (23, 1): (CRI_PLUGIN_V3, CRI_PLUGIN_V2, CRI_PLUGIN_V1),
+    (23, 2): (CRI_PLUGIN_V3, CRI_PLUGIN_V2, CRI_PLUGIN_V1),
+    (23, 3): (CRI_PLUGIN_V3, CRI_PLUGIN_V2, CRI_PLUGIN_V1),
+    (23, 4): (CRI_PLUGIN_V3, CRI_PLUGIN_V1),
+}
+# Older names whose runtimes the migration of a file of that version replaces by the runtimes
+# table of a newer name, when the same config has one (even empty): {old: (newer, ...)}.
+_REPLACED_BY = {
+    (2, 2): {CRI_PLUGIN_V2: (CRI_PLUGIN_V3,)},
+    (23, 1): {CRI_PLUGIN_V1: (CRI_PLUGIN_V2, CRI_PLUGIN_V3), CRI_PLUGIN_V2: (CRI_PLUGIN_V3,)},
+    (23, 2): {CRI_PLUGIN_V2: (CRI_PLUGIN_V3,)},
+    (23, 3): {CRI_PLUGIN_V2: (CRI_PLUGIN_V3,)},
 }
 
 
-def plugins_read(containerd_major, file_version):
-    """CRI plugin names whose runtimes containerd of that major reads from such a file."""
-    major = 1 if containerd_major < 2 else 2
-    version = max(1, file_version)
-    key = (major, version)
+def _release(containerd_major, containerd_minor):
+    if containerd_major < 2:
+        return 1
+    return 23 if containerd_minor is not None and (containerd_major, containerd_minor) >= (2, 3) else 2
+
+
+def _key(containerd_major, file_version, containerd_minor):
+    release = _release(containerd_major, containerd_minor)
+    key = (release, max(1, file_version))
     if key not in _PLUGIN_READ_BY:
-        key = (major, max(v for m, v in _PLUGIN_READ_BY if m == major))
-    return _PLUGIN_READ_BY[key]
+        key = (release, max(v for r, v in _PLUGIN_READ_BY if r == release))
+    return key
 
 
-def ignored_plugin_reason(containerd_major, file_version, plugin):
+def plugins_read(containerd_major, file_version, containerd_minor=None):
+    """CRI plugin names whose runtimes containerd of that release reads from such a file.
+    Without a minor, 2.x means 2.0-2.2."""
+    return _PLUGIN_READ_BY[_key(containerd_major, file_version, containerd_minor)]
+
+
+def replaced_by(containerd_major, file_version, containerd_minor=None):
+    """{older plugin: newer plugins}: the migration of such a file keeps the older name's runtimes
+    only when the config has no runtimes table under one of the newer names."""
+    return _REPLACED_BY.get(_key(containerd_major, file_version, containerd_minor), {})
+
+
+def ignored_plugin_reason(containerd_major, file_version, plugin, containerd_minor=None):
     """Why containerd ignores runtimes written under plugin in a file of file_version, or None."""
-    read = plugins_read(containerd_major, file_version)
+    read = plugins_read(containerd_major, file_version, containerd_minor)
     if plugin in read:
         return None
-    major = "1.x" if containerd_major < 2 else "2.x"
+    if containerd_major < 2:
+        release = "1.x"
+    elif _release(containerd_major, containerd_minor) == 23:
+        release = "2.3+"
+    else:
+        release = "2.x" if containerd_minor is None else "2.0-2.2"
     return (
         "containerd %s reads the runtimes of a version %d file from plugins.%s, "
-        "not plugins.%s" % (major, max(1, file_version), " / plugins.".join('"%s"' % p for p in read), '"%s"' % plugin)
+        "not plugins.%s" % (release, max(1, file_version), " / plugins.".join('"%s"' % p for p in read), '"%s"' % plugin)
     )
 
 

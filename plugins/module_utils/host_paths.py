@@ -15,6 +15,8 @@ import fnmatch
 import json
 import os
 import re
+import stat
+import time
 
 _MAGIC = re.compile(r"[*?\[]")
 
@@ -72,39 +74,92 @@ def glob_matches_path(pattern, path):
     return len(want) == len(have) and all(_segment_matches(name, seg) for name, seg in zip(have, want))
 
 
-def read_text(path, max_bytes):
-    """(text, error) for a small text file; never raises."""
+_CHUNK = 65536
+
+
+def _kind(mode):
+    for test, name in ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                       (stat.S_ISSOCK, "a socket"), (stat.S_ISDIR, "a directory")):
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+def read_bytes(path, max_bytes, timeout=None):
+    """(data, error) for a regular file of at most max_bytes, read within timeout seconds;
+    never raises, never blocks on a FIFO and never reads a device such as /dev/zero.
+
+    The file is opened without blocking and judged by fstat of what was opened (a symlink
+    to /dev/zero is a device too); at most max_bytes + 1 bytes are read, in chunks, so a file
+    that grows while it is read is still cut off.
+    """
+    deadline = None if timeout is None else time.time() + timeout
     try:
-        size = os.path.getsize(path)
-        if size > max_bytes:
-            return None, "file is %d bytes, more than the %d read" % (size, max_bytes)
-        with open(path, "rb") as handle:
-            data = handle.read()
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
     except (IOError, OSError) as exc:
         return None, "cannot read: %s" % (exc.strerror or exc)
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            return None, "not read: %s is %s, not a regular file" % (path, _kind(info.st_mode))
+        if info.st_size > max_bytes:
+            return None, "file is %d bytes, more than the %d read" % (info.st_size, max_bytes)
+        chunks = []
+        total = 0
+        while total <= max_bytes:
+            if deadline is not None and time.time() > deadline:
+                return None, "not read: reading took longer than %s s" % timeout
+            chunk = os.read(fd, min(_CHUNK, max_bytes + 1 - total))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            total += len(chunk)
+        if total > max_bytes:
+            return None, "file is more than the %d bytes read" % max_bytes
+        return b"".join(chunks), None
+    except (IOError, OSError) as exc:
+        return None, "cannot read: %s" % (exc.strerror or exc)
+    finally:
+        os.close(fd)
+
+
+def read_text(path, max_bytes, timeout=None):
+    """(text, error) for a small UTF-8 text file, bounded like read_bytes; never raises."""
+    data, error = read_bytes(path, max_bytes, timeout)
+    if error is not None:
+        return None, error
     try:
         return data.decode("utf-8"), None
     except UnicodeDecodeError as exc:
         return None, "not UTF-8 text (bad byte at offset %d)" % exc.start
 
 
-def path_facts(path):
-    """exists / is_file / executable for a path, resolving PATH lookups for bare names."""
+def path_facts(path, extra_dirs=()):
+    """exists / is_file / executable for a path, resolving a bare name in PATH, then in
+    extra_dirs (containerd also looks for a shim next to its own binary)."""
     resolved = path
+    searched = []
     if os.sep not in path:
-        for directory in os.environ.get("PATH", os.defpath).split(os.pathsep):
+        searched = []
+        for directory in os.environ.get("PATH", os.defpath).split(os.pathsep) + list(extra_dirs):
+            if directory and directory not in searched:
+                searched.append(directory)
+        for directory in searched:
             candidate = os.path.join(directory, path)
             if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
                 resolved = candidate
                 break
     exists = os.path.exists(resolved)
-    return {
+    facts = {
         "path": path,
         "resolved": resolved,
         "exists": exists,
         "is_file": os.path.isfile(resolved),
         "executable": exists and os.path.isfile(resolved) and os.access(resolved, os.X_OK),
     }
+    if searched:
+        facts["searched"] = searched
+    return facts
 
 
 def list_files(directory):

@@ -18,6 +18,8 @@ __metaclass__ = type
 import json
 import os
 
+from ansible_collections.gpurt.runtime_gate.plugins.module_utils import host_paths
+
 try:
     import yaml
 except ImportError:  # ansible-core needs PyYAML, but a bare target interpreter may lack it
@@ -140,12 +142,21 @@ def normalize_objects(pairs, kind):
     return [by_name[name] for name in sorted(by_name)], errors
 
 
+# The API version each kind is served under: a manifest of another version (node.k8s.io/v1beta1,
+# removed in Kubernetes 1.25) or none at all is refused by `kubectl apply`, so it creates nothing.
+API_VERSIONS = {"RuntimeClass": "node.k8s.io/v1", "Node": "v1"}
+MAX_MANIFEST_BYTES = 16 * 1024 * 1024
+READ_TIMEOUT = 60
+
+
 def _documents(path):
+    data, error = host_paths.read_bytes(path, MAX_MANIFEST_BYTES, READ_TIMEOUT)
+    if error is not None:
+        raise ValueError("cannot read manifest %s: %s" % (path, error))
     try:
-        with open(path, "rb") as handle:
-            text = handle.read().decode("utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ValueError("cannot read manifest %s: %s" % (path, exc))
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValueError("cannot read manifest %s: not UTF-8 (bad byte at offset %d)" % (path, exc.start))
     if path.endswith(".json"):
         try:
             return [json.loads(text)] if text.strip() else []
@@ -163,27 +174,62 @@ def _documents(path):
 
 
 def manifest_files(path):
-    """The manifest files for a src: the file itself, or a directory's *.yaml/*.yml/*.json
-    (sorted, not recursive)."""
+    """The manifest files for a src: the file itself, or every *.yaml/*.yml/*.json below a
+    directory, recursively (a kustomize base/ or overlays/), sorted by path; directories whose
+    name starts with a dot (.git) are left out."""
     if os.path.isdir(path):
-        return [
-            os.path.join(path, name) for name in sorted(os.listdir(path))
-            if name.endswith(MANIFEST_SUFFIXES) and os.path.isfile(os.path.join(path, name))
-        ]
-    if os.path.isfile(path):
+        found = []
+        for directory, dirs, files in os.walk(path):
+            dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+            for name in sorted(files):
+                full = os.path.join(directory, name)
+                if name.endswith(MANIFEST_SUFFIXES):
+                    found.append(full)  # a FIFO or device among them is refused when read, not skipped
+        return sorted(found)
+    if os.path.lexists(path):
         return [path]
     raise ValueError("manifest path %s does not exist" % path)
 
 
-def load_manifests(path, kind):
+def _text(value):
+    return value if isinstance(value, str) else repr(value)
+
+
+def _almost(doc, kind, inherited=None):
+    """Why doc is almost an object of kind (the kind but for its case, or another or no API
+    version), or None when it is one, or is plainly something else."""
+    doc_kind = doc.get("kind")
+    if not isinstance(doc_kind, str) or doc_kind.lower() != kind.lower():
+        return None
+    if doc_kind != kind:
+        return "kind '%s' is not '%s' (kinds are case-sensitive)" % (doc_kind, kind)
+    api_version = doc.get("apiVersion", inherited)
+    if api_version is None:
+        return "apiVersion is missing (%s is served as %s)" % (kind, API_VERSIONS[kind])
+    if api_version != API_VERSIONS[kind]:
+        return "apiVersion '%s' is not %s" % (_text(api_version), API_VERSIONS[kind])
+    return None
+
+
+def _describe_doc(doc, where):
+    return "%s: kind %s, apiVersion %s" % (where, _text(doc.get("kind", "(none)")), _text(doc.get("apiVersion", "(none)")))
+
+
+def load_manifests(path, kind, others=None):
     """Objects of one kind (e.g. "RuntimeClass", "Node") from a file or directory.
 
-    Reads multi-document YAML and JSON, unwraps `kind: List` and `<kind>List` items and
-    skips other kinds. Returns (obj, source) pairs; source names the file, and the
-    document and item number when there is more than one. Bad YAML raises ValueError.
+    Reads multi-document YAML and JSON, unwraps `kind: List` and `<kind>List` items, and
+    returns (obj, source) pairs; source names the file, and the document and item number when
+    there is more than one. Documents of other kinds are described in `others` (a list, when
+    given). Raises ValueError for bad YAML, for an almost-object (`kind: Runtimeclass`, or
+    apiVersion node.k8s.io/v1beta1 or none: kubectl would refuse or create nothing), and when
+    the source holds no object of the kind at all, listing what it holds instead.
     """
     pairs = []
-    for filename in manifest_files(path):
+    almost = []
+    seen = []
+    files = manifest_files(path)
+    for filename in files:
         documents = _documents(filename)
         for doc_index, doc in enumerate(documents, 1):
             if doc is None:
@@ -196,13 +242,42 @@ def load_manifests(path, kind):
                 items = doc.get("items") or []
                 if not isinstance(items, list):
                     raise ValueError("%s: items is not a list" % where)
+                # Items of a <kind>List may omit kind and apiVersion, as the apiserver's do; with no
+                # apiVersion on the list either, the list's kind is all there is to go by.
+                inherited = None
+                if doc_kind != "List":
+                    inherited = doc.get("apiVersion", API_VERSIONS[kind])
                 for item_index, item in enumerate(items, 1):
-                    # Items of a <kind>List may omit their kind, as the apiserver's do.
-                    item_kind = item.get("kind") if isinstance(item, dict) else kind
-                    if item_kind == kind or (item_kind is None and doc_kind != "List"):
-                        pairs.append((item, "%s, item %d" % (where, item_index)))
+                    item_where = "%s, item %d" % (where, item_index)
+                    if not isinstance(item, dict):
+                        if doc_kind != "List":
+                            pairs.append((item, item_where))  # normalization names what is wrong
+                        continue
+                    typed = item if doc_kind == "List" or "kind" in item else dict(item, kind=kind)
+                    why = _almost(typed, kind, inherited)
+                    if why:
+                        almost.append("%s: %s" % (item_where, why))
+                    elif typed.get("kind") == kind:
+                        pairs.append((item, item_where))
+                    else:
+                        seen.append(_describe_doc(item, item_where))
+                continue
+            why = _almost(doc, kind)
+            if why:
+                almost.append("%s: %s" % (where, why))
             elif doc_kind == kind:
                 pairs.append((doc, where))
+            else:
+                seen.append(_describe_doc(doc, where))
+    if others is not None:
+        others.extend(seen)
+    if almost:
+        raise ValueError("%d document(s) in %s look like a %s but are not one, so kubectl would create no %s "
+                         "from them: %s" % (len(almost), path, kind, kind, "; ".join(almost)))
+    if not pairs:
+        listed = "; ".join(seen[:10]) + ("; and %d more" % (len(seen) - 10) if len(seen) > 10 else "")
+        raise ValueError("no %s (apiVersion %s) in %s: read %d file(s)%s" % (
+            kind, API_VERSIONS[kind], path, len(files), ", holding %s" % listed if seen else ", holding no document"))
     return pairs
 
 

@@ -18,11 +18,16 @@ description:
   - A host whose gather failed or that was unreachable is C(NOT CHECKED) and never counts as OK.
   - In O(mode=cluster) it needs no host at all and judges each Node object by its
     C(status.runtimeHandlers) (Kubernetes 1.30+); Nodes that do not report handlers are C(NOT CHECKED).
-  - Writes a JSON report and a JUnit XML report (one testsuite per node, one testcase per check) on the
-    controller when paths are given; both are stable, so two runs diff cleanly. Writing the report is
+  - Writes a JSON report (with the collection version, each node's containerd version and running
+    view, the checks that ran and those skipped with the reason), a JUnit XML report (one testsuite
+    per node, one testcase per finding, a passing testcase per check that found nothing, a
+    C(<skipped/>) one per check that could not run; always valid XML) and a Prometheus text file on
+    the controller when paths are given. All are stable, so two runs diff cleanly. Writing them is
     not a change to any managed node, so it also happens in check mode.
-  - Use it with C(run_once=true); it never fails the play itself, the per-host verdict is in
-    RV(report) (C(failing)).
+  - Use it with C(run_once=true). The per-host verdict is in RV(report) (C(failing)). The task itself
+    fails only when the run as a whole checked too little (RV(run_failures)), such as no host or Node to
+    judge, or no RuntimeClass read (unless O(allow_no_runtimeclasses=true)). The reports are
+    written first.
   - Runs on the controller only (action plugin).
 version_added: 0.1.0
 author:
@@ -93,6 +98,21 @@ options:
     description:
       - Where to write the JUnit XML report on the controller.
     type: path
+  metrics_path:
+    description:
+      - Where to write a Prometheus text-format file for node_exporter's textfile collector (name it
+        C(*.prom) in the collector's directory) with, per node, its status, whether it fails, and its
+        finding counts by check and severity. Written to a temporary file and renamed into place.
+    type: path
+  allow_no_runtimeclasses:
+    description:
+      - Do not fail the run when O(runtimeclasses) is empty (audit the nodes alone).
+    type: bool
+    default: false
+  node_label_selector:
+    description:
+      - The label selector O(nodes) were listed with, to name it when none matched (O(mode=cluster)).
+    type: str
 extends_documentation_fragment:
   - gpurt.runtime_gate.attributes
   - gpurt.runtime_gate.attributes.action
@@ -153,6 +173,15 @@ missing_lines:
   elements: str
 written:
   description: Report files written.
+  returned: always
+  type: list
+  elements: str
+passed:
+  description: Whether the run passed as a whole (nodes checked, none failing, no run failure).
+  returned: always
+  type: bool
+run_failures:
+  description: Why the run as a whole fails whatever its nodes did (no host, no Node, no RuntimeClass).
   returned: always
   type: list
   elements: str

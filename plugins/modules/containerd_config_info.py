@@ -71,6 +71,49 @@ options:
       - A dump larger than this fails the task instead of being returned.
     type: int
     default: 67108864
+  max_memory_mb:
+    description:
+      - Memory limit (C(RLIMIT_DATA)), in MiB, of the C(containerd config dump) process. A config
+        that imports C(/dev/zero) makes containerd allocate until it crashes; without a limit the
+        kernel's OOM killer could pick any process of the node first. A 20 MB dump needs about
+        400 MiB. C(0) sets no limit.
+    type: int
+    default: 1024
+  on_refused:
+    description:
+      - What to do when containerd refuses the config (C(config dump) exits non-zero, for a TOML
+        error, an unsupported version, a drop-in above the root file's version on 2.3+).
+        containerd will not start with such a config.
+      - C(fail) fails the task, and its result still carries RV(refused) with the cause line.
+      - C(report) returns RV(refused), no RV(dump), and everything else, so that the audit
+        reports C(config_refused) instead of a node it could not check.
+    type: str
+    choices: [fail, report]
+    default: fail
+  shim_dirs:
+    description:
+      - Directories searched for the shim of a runtime that is not runc's (C(containerd-shim-kata-v2)
+        for C(io.containerd.kata.v2)), besides E(PATH), systemd's default PATH and the directory of
+        the containerd binary, such as C(/opt/kata/bin).
+    type: list
+    elements: path
+  gather_running:
+    description:
+      - Also gather the running view (RV(running)), what the daemon loaded when it started.
+    type: bool
+    default: true
+  crictl_bin:
+    description:
+      - The C(crictl) binary for the running view, as a path or a name looked up in E(PATH).
+        Where it is missing or the CRI socket does not answer, the running view falls back to
+        the daemon's start time.
+    type: str
+    default: crictl
+  cri_endpoint:
+    description:
+      - The CRI endpoint C(crictl) talks to, such as C(unix:///run/containerd/containerd.sock).
+      - Defaults to the loaded config's C([grpc] address), else C(unix:///run/containerd/containerd.sock).
+    type: str
 extends_documentation_fragment:
   - gpurt.runtime_gate.attributes
   - gpurt.runtime_gate.attributes.action
@@ -84,7 +127,9 @@ attributes:
     details: The action plugin parses the TOML on the controller.
 notes:
   - A running containerd loaded its config when it started. The dump shows what the next
-    restart loads; C(crictl info) shows what runs now.
+    restart loads; C(crictl info) (RV(running)) shows what runs now.
+  - Every file is read with O(max_file_bytes) and O(timeout) as bounds; FIFOs and devices
+    (a kubelet config that is C(/dev/zero)) are reported as not read, never read.
 seealso:
   - module: gpurt.runtime_gate.runtime_check
 """
@@ -136,9 +181,46 @@ config_exists:
   returned: success
   type: bool
 dump:
-  description: The merged config containerd loads, as TOML text.
+  description: The merged config containerd loads, as TOML text; null when containerd refused it.
   returned: success
   type: str
+refused:
+  description:
+    - Null when containerd loads the config. Else why it does not, from C(config dump), with
+      C(command), C(rc), C(cause) (containerd's own cause line, such as
+      C(containerd - drop-in config version 3 higher than root config version 2) or
+      C(fatal error - out of memory)), C(stderr_tail) and C(warnings).
+  returned: success, and on failure when containerd refused the config
+  type: dict
+shims:
+  description:
+    - For each C(runtime_type) that is not runc's, the facts of its shim binary (for example
+      C(io.containerd.kata.v2) runs C(containerd-shim-kata-v2)), searched in E(PATH) and next
+      to the containerd binary.
+  returned: success
+  type: dict
+running:
+  description:
+    - The running view, unless O(gather_running=false). C(source) is C(crictl) (from
+      C(crictl info)), C(process) (only the daemon's start time, C(daemon_started), to compare
+      with C(config_newest_mtime), the newest mtime of the files the next start loads) or
+      C(none) (C(error) says why).
+    - With C(crictl), C(runtimes), C(runtime_details) (C(runtime_type), C(binary_name) per
+      runtime), C(default_runtime_name), C(enable_cdi) (null on containerd 1.6) and
+      C(cdi_spec_dirs) are what the daemon loaded at its start.
+  returned: success
+  type: dict
+  sample:
+    source: crictl
+    runtimes: [nvidia, runc]
+    runtime_details: {nvidia: {runtime_type: io.containerd.runc.v2, binary_name: /usr/bin/nvidia-container-runtime}}
+    default_runtime_name: runc
+    enable_cdi: true
+    cdi_spec_dirs: [/etc/cdi, /var/run/cdi]
+    daemon_started: null
+    config_newest_mtime: 1767225600.0
+    error: null
+    endpoint: unix:///run/containerd/containerd.sock
 dump_warnings:
   description: The warning and error lines containerd printed while loading (ignored keys and plugins).
   returned: success
@@ -230,7 +312,7 @@ loaded:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpurt.runtime_gate.plugins.module_utils.containerd_gather import GatherError, gather
+from ansible_collections.gpurt.runtime_gate.plugins.module_utils.containerd_gather import ConfigRefused, GatherError, gather
 
 
 def main():
@@ -244,6 +326,12 @@ def main():
             timeout=dict(type="int", default=30),
             max_file_bytes=dict(type="int", default=1048576),
             max_dump_bytes=dict(type="int", default=67108864),
+            max_memory_mb=dict(type="int", default=1024),
+            on_refused=dict(type="str", choices=["fail", "report"], default="fail"),
+            gather_running=dict(type="bool", default=True),
+            shim_dirs=dict(type="list", elements="path"),
+            crictl_bin=dict(type="str", default="crictl"),
+            cri_endpoint=dict(type="str"),
         ),
         supports_check_mode=True,
     )
@@ -251,6 +339,8 @@ def main():
         module.fail_json(msg="timeout must be a positive number of seconds")
     try:
         result = gather(module.params)
+    except ConfigRefused as exc:
+        module.fail_json(msg=str(exc), refused=exc.refused, **exc.partial)
     except GatherError as exc:
         module.fail_json(msg=str(exc), containerd_bin=module.params["containerd_bin"],
                          config_path=module.params["config_path"])

@@ -13,13 +13,18 @@ module: runtime_check
 short_description: Cross-check a node's loaded containerd config against RuntimeClasses
 description:
   - Lists each RuntimeClass handler that can land on the node and is not a loaded runtime,
-    with the closest loaded name as a suggestion for typos (C(nvidia-typo), did you mean C(nvidia)?).
+    with a loaded name as a suggestion for typos (C(nvida), did you mean C(nvidia)?) when it is
+    close (two edits at most), not the handler of another RuntimeClass that can land on the node, and
+    the missing handler is not the name of a real runtime (no C(nvidia) for C(nvidia-cdi), no C(runc)
+    for C(crun)).
   - A RuntimeClass whose C(scheduling.nodeSelector) does not match the node's labels does not apply
     to the node. When the labels are unknown every RuntimeClass applies, so nothing is passed silently.
   - Also runs every other per-node check of the audit on what
     M(gpurt.runtime_gate.containerd_config_info) gathered (imports, orphan drop-ins, ignored plugin
     sections, file vs loaded drift, default runtime, binaries, cgroup driver, CDI, overhead).
-    With only a O(dump), only the checks that need nothing but the loaded config run.
+    With only a O(dump), only the checks that need nothing but the loaded config run; every other
+    check is reported in RV(checks_skipped) with the reason, never as passed.
+  - A gather result of a config containerd refused is judged (C(config_refused)), not left unchecked.
   - Fails the host when a finding reaches O(fail_on) (by default any missing handler or other error);
     O(report_only=true) reports without failing.
   - Runs on the controller only (action plugin); it changes nothing.
@@ -96,6 +101,17 @@ options:
       - The directory a bootstrap's files were laid out in (see playbooks/validate_bootstrap.yml);
         paths below it are reported as the node paths they stand for.
     type: path
+  require_runtimeclasses:
+    description:
+      - Fail when O(runtimeclasses) is empty, as the source yielded no RuntimeClass and no handler
+        could be cross-checked. Without it, C(missing_handler) is reported as skipped.
+    type: bool
+    default: false
+  max_dump_bytes:
+    description:
+      - The largest O(dump_path) file read; a larger one, a FIFO or a device fails the task.
+    type: int
+    default: 67108864
 extends_documentation_fragment:
   - gpurt.runtime_gate.attributes
   - gpurt.runtime_gate.attributes.action
@@ -136,7 +152,7 @@ missing:
   returned: always
   type: list
   elements: str
-  sample: [nvidia-typo]
+  sample: [nvida]
 missing_lines:
   description: The same as C(MISSING=<handler>) lines.
   returned: always
@@ -151,4 +167,23 @@ counts:
   description: Findings per severity.
   returned: always
   type: dict
+checks_run:
+  description: The checks that ran.
+  returned: always
+  type: list
+  elements: str
+checks_skipped:
+  description: The checks that could not run (or were skipped), each with the reason.
+  returned: always
+  type: dict
+running:
+  description: The running view the node reported (see M(gpurt.runtime_gate.containerd_config_info)).
+  returned: always
+  type: dict
+msg:
+  description:
+    - One line per C(MISSING=<handler>), then one per failing finding as C(ERROR check message (fix ...)),
+      or C(OK). Control characters in values are printed escaped.
+  returned: always
+  type: str
 """

@@ -12,20 +12,6 @@ from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import findings
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import loaded_config
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import report
 
-# Checks that need more than the loaded config; they run only when the node reported the data.
-_NEEDS = {
-    "dead_imports_glob": "imports",
-    "orphan_dropin": "files",
-    "ignored_plugin_section": "files",
-    "file_loaded_drift": "files",
-    "config_unreadable": "files",
-    "runtime_binary": "paths",
-    "cdi_stale_spec": "cdi_specs",
-    "cgroup_driver": "kubelet_config",
-}
-# node_drift compares nodes of a group; handlers_not_reported is of cluster-only mode.
-_HOST_CHECKS = tuple(c for c in checks.CHECKS if c not in ("node_drift", "handlers_not_reported"))
-
 
 class AuditInputError(ValueError):
     pass
@@ -54,7 +40,8 @@ def node_facts(name, nodes=None, labels=None, allocatable=None):
 
 
 def not_checked_reason(result):
-    """Why a gather result cannot be judged, or None when it can."""
+    """Why a gather result cannot be judged, or None when it can. A gather that failed
+    because containerd refused the config can be judged: that is the config_refused finding."""
     if result is None:
         return "no result: the host did not run the gather task"
     if not isinstance(result, dict):
@@ -63,24 +50,13 @@ def not_checked_reason(result):
         return "unreachable: %s" % (result.get("msg") or "connection failed")
     if result.get("skipped"):
         return "gather skipped: %s" % (result.get("skip_reason") or "condition false")
+    if isinstance(result.get("refused"), dict):
+        return None
     if result.get("failed"):
         return result.get("msg") or "gather failed"
     if not isinstance(result.get("loaded"), dict):
         return "gather result has no parsed config"
     return None
-
-
-def checks_run(gathered, skip, with_allocatable):
-    run = []
-    for check in _HOST_CHECKS:
-        if check in skip:
-            continue
-        if check in _NEEDS and _NEEDS[check] not in gathered:
-            continue
-        if check == "overhead_unschedulable" and not with_allocatable:
-            continue
-        run.append(check)
-    return run
 
 
 def audit_host(name, gathered, runtimeclasses, labels=None, allocatable=None, options=None):
@@ -89,31 +65,51 @@ def audit_host(name, gathered, runtimeclasses, labels=None, allocatable=None, op
     fail_on = options.get("fail_on", "error")
     reason = not_checked_reason(gathered)
     if reason is not None:
-        return report.node_entry(name, not_checked_reason=reason, fail_on=fail_on)
-    skip = set(options.get("skip_checks") or [])
-    found = checks.check_node(name, gathered, runtimeclasses, labels, allocatable, options)
-    return report.node_entry(name, found, fail_on=fail_on, checks_run=checks_run(gathered, skip, bool(allocatable)),
-                             runtimes=gathered["loaded"].get("runtime_names", []))
+        return report.node_entry(name, not_checked_reason=reason, fail_on=fail_on, node_info=node_info(gathered))
+    found, ran, skipped = checks.check_node(name, gathered, runtimeclasses, labels, allocatable, options)
+    loaded = gathered.get("loaded")
+    return report.node_entry(name, found, fail_on=fail_on, checks_run=ran, checks_skipped=skipped,
+                             runtimes=loaded.get("runtime_names", []) if isinstance(loaded, dict) else None,
+                             node_info=node_info(gathered))
+
+
+def node_info(gathered):
+    """What the report carries about a node besides findings: its containerd and running view."""
+    if not isinstance(gathered, dict):
+        return {}
+    return {"containerd_version": gathered.get("version"), "running": gathered.get("running")}
 
 
 def add_drift(entries, groups, fail_on="error", skip=None):
-    """Entries with cross-node drift findings added for nodes compared within a group."""
-    if "node_drift" in set(skip or []):
-        return entries
+    """Entries with the node_drift check judged for every checked node: run where the node
+    is compared within a group, skipped (with the reason) where it is not."""
+    skip = set(skip or [])
     runtime_sets = dict((e["node"], e["runtimes"]) for e in entries if e.get("runtimes") is not None)
     compared = set()
     for members in groups.values():
         checked = [m for m in members if m in runtime_sets]
         if len(checked) >= 2:
             compared.update(checked)
-    drift = checks.check_drift(groups, runtime_sets)
+    drift = [] if "node_drift" in skip else checks.check_drift(groups, runtime_sets)
     out = []
     for entry in entries:
         name = entry["node"]
-        if name not in compared:
+        if entry["status"] == report.NOT_CHECKED:
             out.append(entry)
             continue
+        skipped = dict(entry["checks_skipped"])
+        ran = list(entry["checks_run"])
+        if "node_drift" in skip:
+            skipped["node_drift"] = "skip_checks"
+        elif name in compared:
+            ran.append("node_drift")
+        elif entry.get("runtimes") is None:
+            skipped["node_drift"] = "no loaded runtimes to compare"
+        else:
+            skipped["node_drift"] = "not in an inventory group with another checked node"
         mine = [f for f in drift if f["node"] == name]
-        out.append(report.node_entry(name, entry["findings"] + mine, fail_on=fail_on,
-                                     checks_run=entry["checks_run"] + ["node_drift"], runtimes=entry["runtimes"]))
+        out.append(report.node_entry(name, entry["findings"] + mine, fail_on=fail_on, checks_run=ran,
+                                     checks_skipped=skipped, runtimes=entry["runtimes"],
+                                     node_info={"containerd_version": entry.get("containerd_version"),
+                                                "running": entry.get("running")}))
     return out

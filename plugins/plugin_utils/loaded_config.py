@@ -21,9 +21,31 @@ def summarize_dump(text, source="containerd config dump output"):
         raise DumpError("%s is empty" % source)
     try:
         doc = toml_document.loads(text, source)
-        return containerd_config.summarize(doc)
+        summary = containerd_config.summarize(doc)
     except (toml_document.TomlError, containerd_config.ConfigShapeError) as exc:
         raise DumpError(str(exc) if isinstance(exc, toml_document.TomlError) else "%s: %s" % (source, exc))
+    add_runtime_files(doc, summary)
+    return summary
+
+
+def _text(value):
+    return value if isinstance(value, str) else ""
+
+
+def add_runtime_files(doc, summary):
+    """Each loaded runtime's ``config_path`` (options.ConfigPath, kata's) and ``base_runtime_spec``:
+    files a runtime needs on the node besides its binary."""
+    for plugin, section in containerd_config.cri_sections(doc):
+        runtimes = ((section.get("containerd") or {}).get("runtimes") or {}) if isinstance(section, dict) else {}
+        if not isinstance(runtimes, dict):
+            continue
+        for name, table in runtimes.items():
+            loaded = summary["runtimes"].get(name)
+            if loaded is None or loaded.get("plugin") != plugin or not isinstance(table, dict):
+                continue
+            options = table.get("options") if isinstance(table.get("options"), dict) else {}
+            loaded["config_path"] = _text(options.get("ConfigPath"))
+            loaded["base_runtime_spec"] = _text(table.get("base_runtime_spec"))
 
 
 def summarize_file(entry):
@@ -41,15 +63,32 @@ def summarize_file(entry):
             ),
             plugins=sorted((doc.get("plugins") or {}).keys()) if isinstance(doc.get("plugins"), dict) else [],
             imports=doc.get("imports", []),
+            runtimes_tables=runtimes_tables(doc),
         )
     except (toml_document.TomlError, containerd_config.ConfigShapeError) as exc:
         summary["error"] = str(exc)
     return summary
 
 
+def runtimes_tables(doc):
+    """CRI plugin names whose ``containerd`` table has a ``runtimes`` key, even an empty one:
+    containerd 2.x migrating a version 2 config lets such a table under
+    io.containerd.cri.v1.runtime replace the runtimes of io.containerd.grpc.v1.cri (measured)."""
+    out = []
+    for plugin, section in containerd_config.cri_sections(doc):
+        containerd = section.get("containerd")
+        if isinstance(containerd, dict) and "runtimes" in containerd:
+            out.append(plugin)
+    return sorted(out)
+
+
 def parse_gathered(result):
-    """Add ``loaded`` (the dump) and ``files[*].parsed`` to a containerd_config_info result."""
-    result["loaded"] = summarize_dump(result.get("dump"))
+    """Add ``loaded`` (the dump) and ``files[*].parsed`` to a containerd_config_info result.
+    A config containerd refused has no dump: ``loaded`` is None, and the files are still parsed."""
+    if result.get("dump") is None and result.get("refused"):
+        result["loaded"] = None
+    else:
+        result["loaded"] = summarize_dump(result.get("dump"))
     for entry in result.get("files", []):
         entry["parsed"] = summarize_file(entry)
     return result

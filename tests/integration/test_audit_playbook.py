@@ -105,7 +105,7 @@ def fleet(tmp_path_factory, containerd):
                                             groups={"gpu": sorted(hosts)})
     kube_nodes = [kube_node(name, {"pool": "gpu"}) for name in hosts]
     runtimeclasses = [runtimeclass("nvidia", "nvidia", {"pool": "gpu"}),
-                      runtimeclass("nvidia-legacy", "nvidia-typo", {"pool": "legacy"})]
+                      runtimeclass("nvidia-legacy", "nvida", {"pool": "legacy"})]
     return {"base": base, "nodes": nodes, "inventory": inventory, "kube_nodes": kube_nodes,
             "runtimeclasses": runtimeclasses, "hosts": sorted(hosts)}
 
@@ -163,7 +163,7 @@ def test_missing_lines(audited):
     assert report["orphan-1.7"]["missing"] == ["MISSING=nvidia"]
     assert report["oldname-2.1"]["missing"] == ["MISSING=nvidia"]
     # The typo'd RuntimeClass selects pool=legacy; the Node objects put every host in pool=gpu.
-    assert all("MISSING=nvidia-typo" not in e["missing"] for e in report.values())
+    assert all("MISSING=nvida" not in e["missing"] for e in report.values())
     lines = audited["result"].gate_lines()
     assert "orphan-1.7: 3 findings (2 error, 1 warning)" in lines or any(l.startswith("orphan-1.7: ") for l in lines)
     assert "ok-2.1: OK" in lines
@@ -218,21 +218,26 @@ def test_gather_reports_what_each_import_matches(fleet, tmp_path):
     assert [f["role"] for f in orphan["files"]] == ["main", "unreferenced"]
 
 
+RC_DOC = "apiVersion: node.k8s.io/v1\nkind: RuntimeClass\nmetadata: {name: %s}\nhandler: %s\n"
+
+
 def test_crosscheck_contract(fleet, tmp_path):
     manifests = tmp_path / "rc"
     manifests.mkdir()
-    (manifests / "all.yaml").write_text(
-        "apiVersion: node.k8s.io/v1\nkind: RuntimeClass\nmetadata: {name: nvidia}\nhandler: nvidia\n---\n"
-        "apiVersion: node.k8s.io/v1\nkind: RuntimeClass\nmetadata: {name: typo}\nhandler: nvidia-typo\n")
+    (manifests / "all.yaml").write_text(RC_DOC % ("typo", "nvida"))
     rc, out, _err = fleet["nodes"]["ok-2.1"].dump()
     good = tmp_path / "good.toml"
     good.write_text(out)
     result = ansible_run.playbook(CROSSCHECK, "localhost,", {"dump_file": str(good), "runtimeclasses": str(manifests)})
     assert result.rc == 2
-    assert result.gate_lines() == ["MISSING=nvidia-typo"]
+    assert result.gate_lines() == ["MISSING=nvida"]
     assert "did you mean 'nvidia'" in result.text
-    (manifests / "all.yaml").write_text(
-        "apiVersion: node.k8s.io/v1\nkind: RuntimeClass\nmetadata: {name: nvidia}\nhandler: nvidia\n")
+    # next to a RuntimeClass that asks for nvidia itself, nvida is no typo of it: no suggestion
+    (manifests / "all.yaml").write_text(RC_DOC % ("nvidia", "nvidia") + "---\n" + RC_DOC % ("typo", "nvida"))
+    result = ansible_run.playbook(CROSSCHECK, "localhost,", {"dump_file": str(good), "runtimeclasses": str(manifests)})
+    assert result.rc == 2 and result.gate_lines() == ["MISSING=nvida"]
+    assert "did you mean" not in result.text
+    (manifests / "all.yaml").write_text(RC_DOC % ("nvidia", "nvidia"))
     result = ansible_run.playbook(CROSSCHECK, "localhost,", {"dump_file": str(good), "runtimeclasses": str(manifests)})
     assert result.rc == 0, result
     assert result.gate_lines() == ["OK"]
@@ -242,6 +247,128 @@ def test_crosscheck_contract(fleet, tmp_path):
     result = ansible_run.playbook(CROSSCHECK, "localhost,", {"dump_file": str(bad), "runtimeclasses": str(manifests)})
     assert result.rc == 2
     assert result.gate_lines() == ["MISSING=nvidia"]
+
+
+@pytest.mark.parametrize("handler, line", [
+    ("nv\nOK", "MISSING=nv\\nOK"),
+    ("nv\x1b[32mOK\x1b[0m", "MISSING=nv\\x1b[32mOK\\x1b[0m"),
+])
+def test_crosscheck_handler_with_control_characters_prints_no_bare_ok(fleet, tmp_path, handler, line):
+    rc, out, _err = fleet["nodes"]["ok-2.1"].dump()
+    dump = tmp_path / "dump.toml"
+    dump.write_text(out)
+    manifest = tmp_path / "rc.json"
+    manifest.write_text(json.dumps({"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass",
+                                    "metadata": {"name": "evil"}, "handler": handler}))
+    result = ansible_run.playbook(CROSSCHECK, "localhost,", {"dump_file": str(dump), "runtimeclasses": str(manifest)})
+    assert result.rc == 2, result
+    assert result.gate_lines() == [line]
+    assert "OK" not in result.gate_lines()
+
+
+@pytest.mark.parametrize("files, message", [
+    # a source with no RuntimeClass at all: nothing would be cross-checked
+    ({"cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n"},
+     "no RuntimeClass (apiVersion node.k8s.io/v1) in"),
+    ({}, "read 0 file(s), holding no document"),
+    # almost RuntimeClasses: kubectl would create none of them
+    ({"rc.yaml": "apiVersion: node.k8s.io/v1\nkind: Runtimeclass\nmetadata: {name: x}\nhandler: nvidia\n"},
+     "kind 'Runtimeclass' is not 'RuntimeClass' (kinds are case-sensitive)"),
+    ({"rc.yaml": "apiVersion: node.k8s.io/v1beta1\nkind: RuntimeClass\nmetadata: {name: x}\nhandler: nvidia\n"},
+     "apiVersion 'node.k8s.io/v1beta1' is not node.k8s.io/v1"),
+])
+def test_crosscheck_fails_when_the_source_yields_no_runtimeclass(fleet, tmp_path, files, message):
+    rc, out, _err = fleet["nodes"]["ok-2.1"].dump()
+    dump = tmp_path / "dump.toml"
+    dump.write_text(out)
+    manifests = tmp_path / "k8s"
+    manifests.mkdir()
+    for name, text in files.items():
+        (manifests / name).write_text(text)
+    result = ansible_run.playbook(CROSSCHECK, "localhost,", {"dump_file": str(dump), "runtimeclasses": str(manifests)})
+    assert result.rc == 2, result
+    assert message in result.text
+    assert "OK" not in result.gate_lines()
+
+
+def test_crosscheck_reads_a_kustomize_base(fleet, tmp_path):
+    rc, out, _err = fleet["nodes"]["ok-2.1"].dump()
+    dump = tmp_path / "dump.toml"
+    dump.write_text(out)
+    base = tmp_path / "k8s" / "base"
+    base.mkdir(parents=True)
+    (tmp_path / "k8s" / "kustomization.yaml").write_text("resources: [base]\n")
+    (base / "kustomization.yaml").write_text("resources: [nvidia-cdi.yaml]\n")
+    (base / "nvidia-cdi.yaml").write_text(RC_DOC % ("nvidia-cdi", "nvidia-cdi"))
+    result = ansible_run.playbook(CROSSCHECK, "localhost,", {"dump_file": str(dump), "runtimeclasses": str(tmp_path / "k8s")})
+    assert result.rc == 2, result
+    assert result.gate_lines() == ["MISSING=nvidia-cdi"]
+
+
+@pytest.mark.parametrize("inventory_hosts, extra, message", [
+    ({}, {}, "the host pattern 'all' matched no host of the inventory (0 host(s))"),
+    ({"gpu-1": {}}, {"gpurt_audit_hosts": "gpu-typo"},
+     "the host pattern 'gpu-typo' matched no host of the inventory (1 host(s))"),
+])
+def test_audit_that_judged_no_host_fails(tmp_path, inventory_hosts, extra, message):
+    manifest = tmp_path / "rc.yaml"
+    manifest.write_text(RC_DOC % ("nvidia", "nvidia"))
+    inventory = ansible_run.write_inventory(str(tmp_path / "hosts.json"), inventory_hosts)
+    extra_vars = {"gpurt_runtimeclasses_src": str(manifest)}
+    extra_vars.update(extra)
+    result = ansible_run.playbook(AUDIT, inventory, extra_vars, check=True)
+    assert result.rc == 2, result
+    assert message in result.text
+
+
+def test_audit_with_no_runtimeclass_fails_unless_allowed(fleet, tmp_path):
+    with FakeApiServer(runtimeclasses=[], nodes=fleet["kube_nodes"], token=TOKEN) as fake:
+        kubeconfig = write_kubeconfig(str(tmp_path / "kubeconfig"), fake.url, token=TOKEN)
+        refused = ansible_run.playbook(AUDIT, fleet["inventory"], {
+            "gpurt_kubeconfig": kubeconfig, "gpurt_report_dir": str(tmp_path / "reports")},
+            check=True, args=("--limit", "ok-2.1"))
+        allowed = ansible_run.playbook(AUDIT, fleet["inventory"], {
+            "gpurt_kubeconfig": kubeconfig, "gpurt_allow_no_runtimeclasses": True}, check=True,
+            args=("--limit", "ok-2.1"))
+    assert refused.rc == 2, refused
+    assert "no RuntimeClass was read, so no handler was cross-checked" in refused.text
+    assert "FAILED: no RuntimeClass was read" in "\n".join(refused.gate_lines())
+    with open(str(tmp_path / "reports" / "audit.json")) as handle:
+        report = json.load(handle)
+    assert report["summary"]["passed"] is False and report["run_failures"]
+    assert report["nodes"]["ok-2.1"]["checks_skipped"]["missing_handler"] == (
+        "no RuntimeClass was read: nothing to cross-check")
+    assert allowed.rc == 0, allowed
+    assert allowed.gate_lines()[0] == "ok-2.1: OK"
+
+
+def test_reports_metrics_and_junit_stay_valid(fleet, tmp_path):
+    """gpurt_metrics_path writes a Prometheus textfile; a handler with an ANSI escape and control
+    bytes keeps the JUnit file valid XML."""
+    import xml.etree.ElementTree as ET
+    manifest = tmp_path / "rc.json"
+    manifest.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": [
+        {"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass", "metadata": {"name": "nvidia"}, "handler": "nvidia"},
+        {"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass", "metadata": {"name": "evil"},
+         "handler": "\x1b[31mnv\x00\x07\x0b"}]}))
+    metrics = tmp_path / "textfile" / "runtime_gate.prom"
+    result = ansible_run.playbook(AUDIT, fleet["inventory"], {
+        "gpurt_runtimeclasses_src": str(manifest), "gpurt_report_dir": str(tmp_path / "reports"),
+        "gpurt_metrics_path": str(metrics)}, check=True, args=("--limit", "ok-2.1,orphan-1.7,no-containerd"))
+    assert result.rc == 2, result
+    root = ET.parse(str(tmp_path / "reports" / "audit.junit.xml")).getroot()  # raises on invalid XML
+    names = [c.get("name") for c in root.iter("testcase")]
+    assert "[error] missing_handler: \\x1b[31mnv\\x00\\x07\\x0b" in names
+    with open(str(metrics)) as handle:
+        text = handle.read()
+    samples = dict(line.rsplit(" ", 1) for line in text.splitlines() if line and not line.startswith("#"))
+    assert samples['gpurt_runtime_gate_node_status{node="ok-2.1",status="findings"}'] == "1"
+    assert samples['gpurt_runtime_gate_node_status{node="no-containerd",status="not_checked"}'] == "1"
+    assert samples['gpurt_runtime_gate_findings{node="orphan-1.7",check="missing_handler",severity="error"}'] == "2"
+    assert samples['gpurt_runtime_gate_node_failing{node="ok-2.1"}'] == "1"
+    assert samples["gpurt_runtime_gate_run_passed"] == "0"
+    assert os.listdir(str(metrics.parent)) == ["runtime_gate.prom"]  # no temporary file left
+    assert oct(os.stat(str(metrics)).st_mode & 0o777) == "0o644"
 
 
 def test_crosscheck_against_live_cluster(fleet, tmp_path):
@@ -282,7 +409,7 @@ def test_demo_inventory(tmp_path):
     assert lines[:4] == ["gpu-healthy: OK", "gpu-legacy: 1 finding (1 error)",
                          "gpu-orphan-dropin: 5 findings (3 error, 2 warning)",
                          "gpu-v3-oldname: 4 findings (3 error, 1 warning)"], lines
-    assert "MISSING=nvidia-typo" in result.text and "did you mean 'nvidia'" in result.text
+    assert "MISSING=nvida" in result.text and "did you mean 'nvidia'" in result.text
     assert result.changed() == 0
 
 

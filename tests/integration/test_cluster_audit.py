@@ -35,7 +35,7 @@ def cluster(tmp_path_factory):
     runtimeclasses = [
         runtimeclass("nvidia", "nvidia", {"pool": "gpu"}),
         runtimeclass("nvidia-cdi", "nvidia-cdi", {"pool": "gpu"}),
-        runtimeclass("nvidia-legacy", "nvidia-typo", {"pool": "legacy"}),
+        runtimeclass("nvidia-legacy", "nvida", {"pool": "legacy"}),
         runtimeclass("kata", "kata", {"pool": "small"}, overhead={"cpu": "250m"}),
     ]
     nodes = [
@@ -87,8 +87,15 @@ def test_node_without_runtime_handlers_is_not_checked(cluster):
 
 def test_typo_with_suggestion(cluster):
     items = cluster["report"]["nodes"]["legacy-a"]["findings"]
-    assert [(f["check"], f["subject"]) for f in items] == [("missing_handler", "nvidia-typo")]
+    assert [(f["check"], f["subject"]) for f in items] == [("missing_handler", "nvida")]
+    # nvidia is named by no RuntimeClass that can land on the legacy pool: a typo's likely target
     assert items[0]["evidence"]["suggestion"] == "nvidia"
+
+
+def test_nvidia_cdi_missing_gets_no_false_suggestion(cluster):
+    items = cluster["report"]["nodes"]["gpu-b"]["findings"]
+    assert [(f["check"], f["subject"], f["evidence"]["suggestion"]) for f in items] == [
+        ("missing_handler", "nvidia-cdi", None)]
 
 
 def test_overhead_against_reported_allocatable(cluster):
@@ -100,3 +107,30 @@ def test_overhead_against_reported_allocatable(cluster):
 def test_summary_counts(cluster):
     summary = cluster["report"]["summary"]
     assert (summary["nodes"], summary["checked"], summary["ok"], summary["not_checked"]) == (6, 5, 2, 1)
+
+
+def test_zero_nodes_matched_fails_the_run(tmp_path):
+    with FakeApiServer(runtimeclasses=[runtimeclass("nvidia", "nvidia")], nodes=[node("gpu-a", {"pool": "gpu"}, ["nvidia"])],
+                       token=TOKEN) as fake:
+        kubeconfig = write_kubeconfig(str(tmp_path / "kubeconfig"), fake.url, token=TOKEN)
+        result = ansible_run.playbook(PLAYBOOK, "localhost,", {
+            "gpurt_kubeconfig": kubeconfig, "gpurt_report_dir": str(tmp_path / "reports"),
+            "gpurt_node_label_selector": "pool=gpu-typo"})
+    assert result.rc == 2, result
+    assert "no Node to judge: the cluster listed none matching label selector 'pool=gpu-typo'" in result.text
+    assert "FAILED: no Node to judge" in "\n".join(result.gate_lines())
+    with open(str(tmp_path / "reports" / "cluster-audit.json")) as handle:
+        report = json.load(handle)
+    assert report["summary"]["passed"] is False and report["summary"]["nodes"] == 0
+
+
+def test_zero_runtimeclasses_fails_unless_allowed(tmp_path):
+    with FakeApiServer(runtimeclasses=[], nodes=[node("gpu-a", {"pool": "gpu"}, ["nvidia", "runc"])], token=TOKEN) as fake:
+        kubeconfig = write_kubeconfig(str(tmp_path / "kubeconfig"), fake.url, token=TOKEN)
+        refused = ansible_run.playbook(PLAYBOOK, "localhost,", {"gpurt_kubeconfig": kubeconfig})
+        allowed = ansible_run.playbook(PLAYBOOK, "localhost,", {"gpurt_kubeconfig": kubeconfig,
+                                                                "gpurt_allow_no_runtimeclasses": True})
+    assert refused.rc == 2, refused
+    assert "no RuntimeClass was read, so no handler was cross-checked" in refused.text
+    assert allowed.rc == 0, allowed
+    assert allowed.gate_lines()[0] == "gpu-a: OK"

@@ -2,6 +2,7 @@
 Garbage, truncated or non-UTF-8 output cannot come from a real containerd, so small scripts
 stand in for a broken binary there; the 20 MB dump is a real containerd's."""
 import json
+import os
 import subprocess
 import time
 
@@ -61,7 +62,8 @@ def test_binary_that_hangs_is_killed_after_the_timeout(tmp_path, config):
     ("echo 'garbage [[['\n", "is not valid TOML"),
     ("printf 'version = 3\\n[plugins.\"io.containerd.cri.v1.runtime\".containerd.runtimes.nv'\n", "is not valid TOML"),
     ("printf 'version = 3\\nroot = \"\\377\\376\"\\n'\n", "not UTF-8"),
-    ("echo 'level=error msg=\"boom\"' >&2; exit 3\n", "exited 3: level=error msg=\"boom\""),
+    # containerd refusing the config: its cause line first (on_refused=fail, the module's default)
+    ("echo 'level=error msg=\"boom\"' >&2; exit 3\n", "containerd refuses the config: level=error msg=\"boom\" ("),
     ("exit 0\n", "printed nothing"),
 ])
 def test_broken_output_is_a_clear_failure(tmp_path, config, body, message):
@@ -93,3 +95,42 @@ def test_twenty_megabyte_dump_from_real_containerd(tmp_path, containerd):
     limited, _elapsed = gather(tmp_path, containerd["2.1"], config, max_dump_bytes=1048576)
     assert limited["failed"] is True
     assert "more than max_dump_bytes=1048576" in limited["msg"]
+
+
+@pytest.mark.parametrize("kind", ["fifo", "dev-zero"])
+def test_kubelet_config_that_is_a_fifo_or_dev_zero_is_not_read(tmp_path, containerd, kind):
+    # A FIFO used to hang the gather forever; /dev/zero to end in MemoryError.
+    config = tmp_path / "config.toml"
+    config.write_text("version = 3\n")
+    kubelet = tmp_path / "kubelet.yaml"
+    if kind == "fifo":
+        os.mkfifo(str(kubelet))
+    else:
+        os.symlink("/dev/zero", str(kubelet))
+    result, elapsed = gather(tmp_path, containerd["2.1"], config, kubelet_config_path=str(kubelet), timeout=10)
+    assert result.get("failed") is not True, result.get("msg")
+    assert elapsed < 60
+    kind_text = "a FIFO" if kind == "fifo" else "a character device"
+    assert result["kubelet_config"] == {"path": str(kubelet), "exists": True, "content": None,
+                                        "error": "not read: %s is %s, not a regular file" % (kubelet, kind_text)}
+
+
+@pytest.mark.parametrize("version", ["1.7", "2.1"])
+def test_imports_dev_zero_keeps_containerds_cause_line(tmp_path, containerd, version):
+    """containerd reads /dev/zero until it runs out of memory and prints a goroutine dump: the
+    reason is its cause line, and the dump runs under max_memory_mb so the node's OOM killer is
+    never involved (measured: under 1 GiB of RLIMIT_DATA it takes a few seconds)."""
+    config = tmp_path / "config.toml"
+    config.write_text('version = 2\nimports = ["/dev/zero"]\n')
+    result, elapsed = gather(tmp_path, containerd[version], config, on_refused="report", timeout=60)
+    assert result.get("failed") is not True, result.get("msg")
+    assert result["dump"] is None and result["loaded"] is None
+    assert result["refused"]["cause"].startswith("fatal error: ") and "out of memory" in result["refused"]["cause"]
+    assert result["refused"]["rc"] == 2
+    assert len(result["refused"]["stderr_tail"]) <= 2000
+    assert elapsed < 60
+    # with the module's default (on_refused=fail) the failure message leads with the cause
+    failed, _elapsed = gather(tmp_path, containerd[version], config, timeout=60)
+    assert failed["failed"] is True
+    assert failed["msg"].startswith("node-x: containerd refuses the config: fatal error: ")
+    assert failed["refused"]["cause"] == failed["msg"].split("refuses the config: ", 1)[1].split(" ('")[0]

@@ -189,7 +189,7 @@ def runtimeclasses(draw, loaded):
        labels=st.one_of(st.none(), st.dictionaries(LABEL_KEYS, LABEL_VALUES, max_size=3)))
 def test_missing_handlers_property(data, loaded, labels):
     rcs = data.draw(runtimeclasses(loaded), label="runtimeclasses")
-    out = checks.check_missing_handlers("n1", sorted(loaded), rcs, labels, "src")
+    out = checks.check_missing_handler(checks.Context("n1", {"loaded": {"runtime_names": sorted(loaded)}}, rcs, labels))
 
     def applies(rc):
         if labels is None:
@@ -204,6 +204,8 @@ def test_missing_handlers_property(data, loaded, labels):
         assert item["check"] == "missing_handler" and item["severity"] == "error"
         suggestion = item["evidence"]["suggestion"]
         assert suggestion is None or suggestion in loaded
+        # never a runtime that a RuntimeClass able to land here asks for itself
+        assert suggestion not in set(rc["handler"] for rc in rcs if applies(rc))
         assert item["evidence"]["loaded_runtimes"] == sorted(loaded)
     # one finding per applicable RuntimeClass whose handler is missing
     assert len(out) == sum(1 for rc in rcs if applies(rc) and rc["handler"] not in loaded)

@@ -121,6 +121,40 @@ def test_which_plugin_name_each_version_reads(major, version, plugin, ignored):
     assert (cc.ignored_plugin_reason(major, version, plugin) is not None) is ignored
 
 
+V1, V2, V3 = cc.CRI_PLUGIN_V1, cc.CRI_PLUGIN_V2, cc.CRI_PLUGIN_V3
+
+
+# Measured with the real binaries, one runtime per plugin name in a file of each version
+# (tests/integration/test_audit_checks_23.py loads these with 2.1.9 and 2.3.4).
+@pytest.mark.parametrize("release, version, read", [
+    ((2, 1), 1, {V3}),
+    ((2, 1), 2, {V1, V2, V3}),
+    ((2, 1), 3, {V1, V3}),  # plugins.cri of a version 3 file loads on 2.1
+    ((2, 3), 1, {V1, V2, V3}),  # 2.3 migrates a version 1 file; 2.1 drops its runtimes
+    ((2, 3), 2, {V1, V2, V3}),
+    ((2, 3), 3, {V1, V2, V3}),  # 2.3 migrates a version 3 file with the old name too
+    ((2, 3), 4, {V1, V3}),  # ... but not a version 4 one
+    ((2, 4), 4, {V1, V3}),
+    ((1, 7), 2, {V2}),
+])
+def test_plugins_read_by_release(release, version, read):
+    assert set(cc.plugins_read(release[0], version, release[1])) == read
+    for plugin in {V1, V2, V3} - read:
+        assert cc.ignored_plugin_reason(release[0], version, plugin, release[1]) is not None
+    for plugin in read:
+        assert cc.ignored_plugin_reason(release[0], version, plugin, release[1]) is None
+
+
+def test_migration_replacement_by_release():
+    assert cc.replaced_by(2, 2, 1) == {V2: (V3,)}
+    assert cc.replaced_by(2, 3, 1) == {}
+    assert cc.replaced_by(2, 3, 3) == {V2: (V3,)}
+    assert cc.replaced_by(2, 1, 3) == {V1: (V2, V3), V2: (V3,)}
+    assert cc.replaced_by(2, 4, 3) == {}
+    assert cc.replaced_by(1, 2, 7) == {}
+    assert "2.3+" in cc.ignored_plugin_reason(2, 4, V2, 3)
+
+
 class TestHostSideTextReaders(object):
     def test_imports_single_line(self):
         assert cc.top_level_imports('version = 2\nimports = ["/a/*.toml", \'/b/x.toml\']\n') == ["/a/*.toml", "/b/x.toml"]

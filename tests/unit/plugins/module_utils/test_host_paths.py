@@ -118,6 +118,41 @@ class TestFiles(object):
         text, error = host_paths.read_text(str(tmp_path / "bin"), 100)
         assert text is None and "offset 2" in error
 
+    def test_fifo_is_refused_without_blocking(self, tmp_path):
+        # a kubelet config that is a FIFO used to hang the gather forever
+        fifo = str(tmp_path / "config.yaml")
+        os.mkfifo(fifo)
+        assert host_paths.read_text(fifo, 100, timeout=5) == (
+            None, "not read: %s is a FIFO, not a regular file" % fifo)
+
+    def test_dev_zero_is_refused_not_read(self, tmp_path):
+        # /dev/zero reports size 0 and never ends: it used to raise MemoryError
+        assert host_paths.read_bytes("/dev/zero", 100) == (
+            None, "not read: /dev/zero is a character device, not a regular file")
+        link = str(tmp_path / "config.yaml")
+        os.symlink("/dev/zero", link)
+        assert host_paths.read_text(link, 100)[1] == "not read: %s is a character device, not a regular file" % link
+
+    def test_directory_and_missing(self, tmp_path):
+        assert host_paths.read_bytes(str(tmp_path), 100)[1] == "not read: %s is a directory, not a regular file" % tmp_path
+        assert host_paths.read_bytes(str(tmp_path / "nope"), 100)[1] == "cannot read: No such file or directory"
+
+    def test_read_is_bounded_even_when_the_size_lies(self, tmp_path, monkeypatch):
+        path = touch(str(tmp_path / "grows.toml"), "x" * 1000)
+        real_fstat = os.fstat
+
+        class Small(object):  # a file that grows after fstat: the read still stops at max + 1
+            def __init__(self, st):
+                self.st_mode, self.st_size = st.st_mode, 10
+        monkeypatch.setattr(host_paths.os, "fstat", lambda fd: Small(real_fstat(fd)))
+        assert host_paths.read_bytes(path, 100) == (None, "file is more than the 100 bytes read")
+
+    def test_deadline(self, tmp_path, monkeypatch):
+        path = touch(str(tmp_path / "slow.toml"), "x" * 10)
+        clock = iter([0.0, 100.0])
+        monkeypatch.setattr(host_paths.time, "time", lambda: next(clock))
+        assert host_paths.read_bytes(path, 100, timeout=5) == (None, "not read: reading took longer than 5 s")
+
     def test_list_files(self, tree):
         assert host_paths.list_files(os.path.join(tree, "other")) == [
             os.path.join(tree, "other", "x.toml"), os.path.join(tree, "other", "y.toml")]
@@ -146,6 +181,16 @@ class TestFiles(object):
         facts = host_paths.path_facts("my-runtime")
         assert facts["resolved"] == exe and facts["executable"] is True
         assert host_paths.path_facts("not-there-runtime")["exists"] is False
+
+    def test_path_facts_looks_next_to_containerd_after_path(self, tmp_path, monkeypatch):
+        # containerd finds a shim in PATH or next to its own binary
+        shim = touch(str(tmp_path / "bin" / "containerd-shim-kata-v2"), "#!/bin/sh\n")
+        os.chmod(shim, 0o755)
+        monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+        facts = host_paths.path_facts("containerd-shim-kata-v2", [str(tmp_path / "bin")])
+        assert facts["resolved"] == shim and facts["executable"] is True
+        assert facts["searched"] == [str(tmp_path / "empty"), str(tmp_path / "bin")]
+        assert host_paths.path_facts("containerd-shim-kata-v2")["executable"] is False
 
 
 YAML_SPEC = """\

@@ -1,4 +1,5 @@
 import json
+import os
 
 import pytest
 from hypothesis import given, settings
@@ -179,6 +180,7 @@ def test_normalize_objects_reports_a_name_defined_twice_and_keeps_the_first():
 # ----- load_manifests -----------------------------------------------------------------
 
 def write(path, text):
+    path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text)
     return str(path)
 
@@ -194,31 +196,38 @@ def test_single_yaml_file(tmp_path):
     assert pairs == [(runtimeclass("nvidia", "nvidia"), path)]
 
 
-def test_multi_document_yaml_skips_other_kinds_and_numbers_documents(tmp_path):
+RC_API = "apiVersion: node.k8s.io/v1\n"
+
+
+def test_multi_document_yaml_lists_other_kinds_and_numbers_documents(tmp_path):
     path = write(tmp_path / "all.yaml", "\n".join([
-        "kind: RuntimeClass\nmetadata: {name: nvidia}\nhandler: nvidia",
+        RC_API + "kind: RuntimeClass\nmetadata: {name: nvidia}\nhandler: nvidia",
         "---",
-        "kind: ConfigMap\nmetadata: {name: not-me}",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: not-me}",
         "---",
         "",  # an empty document, as `---` at the end leaves
         "---",
-        "kind: RuntimeClass\nmetadata: {name: kata}\nhandler: kata",
+        RC_API + "kind: RuntimeClass\nmetadata: {name: kata}\nhandler: kata",
     ]))
-    pairs = rc.load_manifests(path, "RuntimeClass")
+    others = []
+    pairs = rc.load_manifests(path, "RuntimeClass", others)
     assert names(pairs) == ["nvidia", "kata"]
     assert [source for _unused, source in pairs] == ["%s, document 1" % path, "%s, document 4" % path]
+    assert others == ["%s, document 2: kind ConfigMap, apiVersion v1" % path]
 
 
 def test_list_and_kind_list_items(tmp_path):
     path = write(tmp_path / "lists.yaml", "\n".join([
+        "apiVersion: v1",
         "kind: List",
         "items:",
-        "- {kind: RuntimeClass, metadata: {name: a}, handler: a}",
-        "- {kind: Node, metadata: {name: some-node}}",
+        "- {apiVersion: node.k8s.io/v1, kind: RuntimeClass, metadata: {name: a}, handler: a}",
+        "- {apiVersion: v1, kind: Node, metadata: {name: some-node}}",
         "---",
+        "apiVersion: node.k8s.io/v1",
         "kind: RuntimeClassList",
         "items:",
-        "- {metadata: {name: b}, handler: b}",  # apiserver list items may omit kind
+        "- {metadata: {name: b}, handler: b}",  # apiserver list items may omit kind and apiVersion
     ]))
     pairs = rc.load_manifests(path, "RuntimeClass")
     assert names(pairs) == ["a", "b"]
@@ -226,18 +235,85 @@ def test_list_and_kind_list_items(tmp_path):
     assert names(rc.load_manifests(path, "Node")) == ["some-node"]
 
 
-def test_directory_reads_yaml_yml_json_in_name_order_only(tmp_path):
-    write(tmp_path / "b.yml", "kind: RuntimeClass\nmetadata: {name: from-yml}\nhandler: x\n")
-    write(tmp_path / "a.json", json.dumps({"kind": "RuntimeClass", "metadata": {"name": "from-json"}, "handler": "y"}))
-    write(tmp_path / "c.yaml", "kind: RuntimeClass\nmetadata: {name: from-yaml}\nhandler: z\n")
-    write(tmp_path / "notes.txt", "kind: RuntimeClass\nmetadata: {name: from-txt}\nhandler: z\n")
+def test_kind_list_without_any_api_version_is_taken_by_its_kind(tmp_path):
+    path = write(tmp_path / "list.json", json.dumps({"kind": "RuntimeClassList",
+                                                     "items": [{"metadata": {"name": "kata"}, "handler": "kata"}]}))
+    assert names(rc.load_manifests(path, "RuntimeClass")) == ["kata"]
+    # but a list that names another version is one kubectl refuses
+    path = write(tmp_path / "old.json", json.dumps({"apiVersion": "node.k8s.io/v1beta1", "kind": "RuntimeClassList",
+                                                    "items": [{"metadata": {"name": "kata"}, "handler": "kata"}]}))
+    with pytest.raises(ValueError, match="item 1: apiVersion 'node.k8s.io/v1beta1' is not node.k8s.io/v1"):
+        rc.load_manifests(path, "RuntimeClass")
+
+
+def test_directory_reads_yaml_yml_json_recursively_in_path_order(tmp_path):
+    write(tmp_path / "b.yml", RC_API + "kind: RuntimeClass\nmetadata: {name: from-yml}\nhandler: x\n")
+    write(tmp_path / "a.json", json.dumps({"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass",
+                                           "metadata": {"name": "from-json"}, "handler": "y"}))
+    write(tmp_path / "c.yaml", RC_API + "kind: RuntimeClass\nmetadata: {name: from-yaml}\nhandler: z\n")
+    write(tmp_path / "notes.txt", RC_API + "kind: RuntimeClass\nmetadata: {name: from-txt}\nhandler: z\n")
     (tmp_path / "sub").mkdir()
-    write(tmp_path / "sub" / "d.yaml", "kind: RuntimeClass\nmetadata: {name: nested}\nhandler: z\n")
-    assert names(rc.load_manifests(str(tmp_path), "RuntimeClass")) == ["from-json", "from-yml", "from-yaml"]
+    write(tmp_path / "sub" / "d.yaml", RC_API + "kind: RuntimeClass\nmetadata: {name: nested}\nhandler: z\n")
+    (tmp_path / ".git").mkdir()
+    write(tmp_path / ".git" / "e.yaml", RC_API + "kind: RuntimeClass\nmetadata: {name: hidden}\nhandler: z\n")
+    assert names(rc.load_manifests(str(tmp_path), "RuntimeClass")) == ["from-json", "from-yml", "from-yaml", "nested"]
+
+
+def test_kustomize_layout_reads_the_base(tmp_path):
+    # The false OK of issue 10: manifests in base/, only a kustomization.yaml at the top.
+    write(tmp_path / "kustomization.yaml", "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n"
+                                           "resources: [base]\n")
+    write(tmp_path / "base" / "kustomization.yaml", "resources: [runtimeclass.yaml]\n")
+    write(tmp_path / "base" / "runtimeclass.yaml", RC_API + "kind: RuntimeClass\nmetadata: {name: nvidia}\nhandler: nvidia\n")
+    others = []
+    assert names(rc.load_manifests(str(tmp_path), "RuntimeClass", others)) == ["nvidia"]
+    assert others == ["%s: kind (none), apiVersion (none)" % (tmp_path / "base" / "kustomization.yaml"),
+                      "%s: kind Kustomization, apiVersion kustomize.config.k8s.io/v1beta1" % (tmp_path / "kustomization.yaml")]
+
+
+@pytest.mark.parametrize("doc, why", [
+    ("apiVersion: node.k8s.io/v1\nkind: Runtimeclass\nmetadata: {name: x}\nhandler: x\n",
+     "kind 'Runtimeclass' is not 'RuntimeClass' (kinds are case-sensitive)"),
+    ("apiVersion: node.k8s.io/v1\nkind: runtimeclass\nmetadata: {name: x}\nhandler: x\n",
+     "kind 'runtimeclass' is not 'RuntimeClass'"),
+    ("apiVersion: node.k8s.io/v1beta1\nkind: RuntimeClass\nmetadata: {name: x}\nhandler: x\n",
+     "apiVersion 'node.k8s.io/v1beta1' is not node.k8s.io/v1"),
+    ("kind: RuntimeClass\nmetadata: {name: x}\nhandler: x\n",
+     "apiVersion is missing (RuntimeClass is served as node.k8s.io/v1)"),
+])
+def test_almost_a_runtimeclass_is_an_error_even_next_to_good_ones(tmp_path, doc, why):
+    write(tmp_path / "good.yaml", RC_API + "kind: RuntimeClass\nmetadata: {name: nvidia}\nhandler: nvidia\n")
+    bad = write(tmp_path / "bad.yaml", doc)
+    with pytest.raises(ValueError) as err:
+        rc.load_manifests(str(tmp_path), "RuntimeClass")
+    assert "1 document(s) in %s look like a RuntimeClass but are not one" % tmp_path in str(err.value)
+    assert "%s: %s" % (bad, why) in str(err.value)
+
+
+def test_a_source_without_runtimeclasses_is_an_error_naming_what_it_holds(tmp_path):
+    write(tmp_path / "cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n")
+    with pytest.raises(ValueError) as err:
+        rc.load_manifests(str(tmp_path), "RuntimeClass")
+    assert str(err.value) == ("no RuntimeClass (apiVersion node.k8s.io/v1) in %s: read 1 file(s), holding %s: "
+                              "kind ConfigMap, apiVersion v1" % (tmp_path, tmp_path / "cm.yaml"))
+    (tmp_path / "cm.yaml").unlink()
+    with pytest.raises(ValueError, match="no RuntimeClass .* read 0 file\\(s\\), holding no document"):
+        rc.load_manifests(str(tmp_path), "RuntimeClass")
+
+
+def test_manifest_that_is_a_fifo_or_a_device_is_refused_not_read(tmp_path):
+    fifo = str(tmp_path / "rc.yaml")
+    os.mkfifo(fifo)
+    with pytest.raises(ValueError, match="is a FIFO, not a regular file"):
+        rc.load_manifests(fifo, "RuntimeClass")
+    os.unlink(fifo)
+    os.symlink("/dev/zero", fifo)
+    with pytest.raises(ValueError, match="is a character device, not a regular file"):
+        rc.load_manifests(fifo, "RuntimeClass")
 
 
 def test_bad_yaml_names_the_file_and_line(tmp_path):
-    path = write(tmp_path / "broken.yaml", "kind: RuntimeClass\nmetadata: {name: nvidia\nhandler: nvidia\n")
+    path = write(tmp_path / "broken.yaml", RC_API + "kind: RuntimeClass\nmetadata: {name: nvidia\nhandler: nvidia\n")
     with pytest.raises(ValueError) as err:
         rc.load_manifests(str(tmp_path), "RuntimeClass")
     assert str(err.value).startswith("manifest %s is not valid YAML (line " % path)
@@ -261,7 +337,7 @@ def test_missing_path_is_an_error(tmp_path):
 
 
 def test_manifest_with_missing_fields_loads_then_fails_normalization(tmp_path):
-    path = write(tmp_path / "rc.yaml", "kind: RuntimeClass\nmetadata: {name: nvidia}\n")
+    path = write(tmp_path / "rc.yaml", RC_API + "kind: RuntimeClass\nmetadata: {name: nvidia}\n")
     items, errors = rc.normalize_objects(rc.load_manifests(path, "RuntimeClass"), "RuntimeClass")
     assert items == []
     assert errors == ["RuntimeClass 'nvidia' (from %s) has no handler" % path]

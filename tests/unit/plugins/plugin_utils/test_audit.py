@@ -3,6 +3,7 @@ import os
 import pytest
 
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import audit
+from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import findings as checks
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import loaded_config
 
 DUMPS = os.path.join(os.path.dirname(__file__), "..", "..", "fixtures", "dumps")
@@ -67,15 +68,35 @@ class TestAuditHost(object):
         entry = audit.audit_host("n1", gathered(), [rc("nvidia")], labels={})
         assert entry["status"] == "OK" and entry["findings"] == [] and entry["failing"] is False
         assert entry["runtimes"] == ["nvidia", "runc"]
-        # a bare dump: only the checks that need nothing but the loaded config run
-        assert entry["checks_run"] == sorted(["missing_handler", "default_runtime_not_loaded",
+        # a bare dump: only the checks that need nothing but the loaded config run; the others are
+        # skipped with the reason, never counted as passed
+        assert entry["checks_run"] == sorted(["missing_handler", "config_refused",
                                               "default_runtime_blast_radius", "cdi_disabled"])
+        assert sorted(entry["checks_skipped"]) == sorted(set(checks.check_ids("hosts")) - set(entry["checks_run"]))
 
     def test_checks_run_follow_what_was_gathered(self):
-        g = gathered(imports=[], files=[], paths={}, cdi_specs=[], kubelet_config={"path": "k", "content": None})
-        entry = audit.audit_host("n1", g, [], allocatable={"cpu": "1"}, options={"skip_checks": ["orphan_dropin"]})
+        g = gathered(imports=[], files=[], paths={}, cdi_specs=[], kubelet_config={"path": "k", "content": None},
+                     version="2.1.9", version_major=2, version_minor=1,
+                     running={"source": "crictl", "runtimes": ["nvidia", "runc"], "default_runtime_name": "runc"})
+        entry = audit.audit_host("n1", g, [rc("nvidia")], allocatable={"cpu": "1"},
+                                 options={"skip_checks": ["orphan_dropin"]})
         assert "orphan_dropin" not in entry["checks_run"]
-        assert set(entry["checks_run"]) == set(audit._HOST_CHECKS) - {"orphan_dropin"}
+        # the kubelet config is missing: cgroup_driver could not run, and says so
+        assert entry["checks_skipped"] == {"orphan_dropin": "skip_checks",
+                                           "cgroup_driver": "no kubelet config at k (set gpurt_kubelet_config_path "
+                                                            "or gpurt_kubelet_cgroup_driver)"}
+        assert set(entry["checks_run"]) == set(checks.check_ids("hosts")) - {"orphan_dropin", "cgroup_driver"}
+
+    def test_a_refused_config_is_judged_not_unchecked(self):
+        g = {"failed": True, "msg": "n1: containerd refuses the config: containerd: drop-in config version 3 higher",
+             "refused": {"cause": "containerd: drop-in config version 3 higher than root config version 2",
+                         "command": "containerd --config /c config dump", "rc": 1},
+             "config_path": "/c", "version": "2.3.4", "version_major": 2, "version_minor": 3}
+        assert audit.not_checked_reason(g) is None
+        entry = audit.audit_host("n1", g, [rc("nvidia")])
+        assert entry["status"] == "FINDINGS" and entry["failing"] is True
+        assert [f["check"] for f in entry["findings"]] == ["config_refused"]
+        assert entry["containerd_version"] == "2.3.4"
 
     def test_missing_handler(self):
         entry = audit.audit_host("n1", gathered(("runc",)), [rc("nvidia"), rc("kata", selector={"k": "1"})], labels={})
@@ -133,8 +154,9 @@ class TestAddDrift(object):
         assert out["b"]["status"] == "FINDINGS"
         assert out["b"]["failing"] is False  # a warning at fail_on=error
         assert out["b"]["findings"][0]["evidence"]["lacks"] == ["nvidia"]
-        # c is in no group: untouched
-        assert out["c"] is entries[2]
+        # c is in no group: node_drift could not run on it, and says why
+        assert out["c"]["checks_skipped"]["node_drift"] == "not in an inventory group with another checked node"
+        assert out["c"]["findings"] == entries[2]["findings"]
 
     def test_fail_on_warning(self):
         entries = [entry("a", ("runc", "nvidia")), entry("b", ("runc",))]
@@ -144,12 +166,14 @@ class TestAddDrift(object):
     def test_not_checked_nodes_are_not_compared(self):
         entries = [entry("a", ("runc", "nvidia")), audit.audit_host("b", None, [])]
         out = audit.add_drift(entries, {"gpu": ["a", "b"]})
-        assert out == entries
-        assert out[1]["status"] == "NOT CHECKED"
+        assert out[1] is entries[1] and out[1]["status"] == "NOT CHECKED"
+        assert out[0]["findings"] == [] and "node_drift" not in out[0]["checks_run"]
 
     def test_skip(self):
         entries = [entry("a", ("runc", "nvidia")), entry("b", ("runc",))]
-        assert audit.add_drift(entries, {"gpu": ["a", "b"]}, skip=["node_drift"]) is entries
+        out = audit.add_drift(entries, {"gpu": ["a", "b"]}, skip=["node_drift"])
+        assert [e["findings"] for e in out] == [[], []]
+        assert all(e["checks_skipped"]["node_drift"] == "skip_checks" for e in out)
 
     def test_existing_findings_are_kept(self):
         entries = [entry("a", ("runc", "nvidia")),

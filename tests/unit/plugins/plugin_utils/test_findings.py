@@ -36,14 +36,32 @@ def ids(items):
     return [(f["check"], f["severity"], f["subject"]) for f in items]
 
 
+KNOWN = object()
+
+
+def ctx(gathered=None, rcs=(), labels=KNOWN, allocatable=None, node="n1", **options):
+    """A check context: labels default to known-and-empty; pass labels=None for unknown."""
+    g = gathered if gathered is not None else {"loaded": loaded()}
+    return checks.Context(node, g, list(rcs), {} if labels is KNOWN else labels, allocatable, options)
+
+
+def run(check_id, context):
+    """One check's function, as the registry calls it."""
+    return checks.BY_ID[check_id].run(context)
+
+
+def missing(handlers, rcs, labels=KNOWN):
+    return run("missing_handler", ctx({"loaded": loaded(names=handlers)}, rcs, labels))
+
+
 # --- missing_handler ------------------------------------------------------------------------
 
 class TestMissingHandler(object):
     def test_handler_present_is_not_reported(self):
-        assert checks.check_missing_handlers("n1", ["runc", "nvidia"], [rc("nvidia")], {}, "src") == []
+        assert missing(["runc", "nvidia"], [rc("nvidia")]) == []
 
     def test_missing_handler_without_selector(self):
-        out = checks.check_missing_handlers("n1", ["runc"], [rc("kata")], {}, "the loaded config")
+        out = missing(["runc"], [rc("kata")])
         assert ids(out) == [("missing_handler", "error", "kata")]
         item = out[0]
         assert item["node"] == "n1"
@@ -55,47 +73,72 @@ class TestMissingHandler(object):
         assert "register runtime 'kata'" in item["fix"]
 
     def test_selector_matching(self):
-        out = checks.check_missing_handlers("n1", ["runc"], [rc("nvidia", selector={"gpu": "true"})],
-                                            {"gpu": "true", "zone": "a"}, "src")
+        out = missing(["runc"], [rc("nvidia", selector={"gpu": "true"})], {"gpu": "true", "zone": "a"})
         assert ids(out) == [("missing_handler", "error", "nvidia")]
         assert out[0]["evidence"]["scheduling"] == "nodeSelector matches"
 
     def test_selector_not_matching(self):
-        assert checks.check_missing_handlers("n1", ["runc"], [rc("nvidia", selector={"gpu": "true"})],
-                                             {"gpu": "false"}, "src") == []
+        assert missing(["runc"], [rc("nvidia", selector={"gpu": "true"})], {"gpu": "false"}) == []
         # a label the node lacks does not match either
-        assert checks.check_missing_handlers("n1", ["runc"], [rc("nvidia", selector={"gpu": "true"})],
-                                             {}, "src") == []
+        assert missing(["runc"], [rc("nvidia", selector={"gpu": "true"})], {}) == []
 
     def test_selector_needs_every_key(self):
         selector = {"gpu": "true", "vendor": "nvidia"}
-        assert checks.check_missing_handlers("n1", ["runc"], [rc("nvidia", selector=selector)],
-                                             {"gpu": "true"}, "src") == []
+        assert missing(["runc"], [rc("nvidia", selector=selector)], {"gpu": "true"}) == []
 
     def test_unknown_labels_mean_it_applies(self):
-        out = checks.check_missing_handlers("n1", ["runc"], [rc("nvidia", selector={"gpu": "true"})], None, "src")
+        out = missing(["runc"], [rc("nvidia", selector={"gpu": "true"})], None)
         assert ids(out) == [("missing_handler", "error", "nvidia")]
         assert "labels unknown" in out[0]["evidence"]["scheduling"]
 
     def test_did_you_mean(self):
-        out = checks.check_missing_handlers("n1", ["runc", "nvidia"], [rc("gpu", handler="nvidia-typo")], {}, "src")
-        assert out[0]["subject"] == "nvidia-typo"
+        out = missing(["runc", "nvidia"], [rc("gpu", handler="nvidai")])
+        assert out[0]["subject"] == "nvidai"
         assert out[0]["evidence"]["suggestion"] == "nvidia"
         assert "did you mean 'nvidia'?" in out[0]["message"]
         assert "fix the RuntimeClass handler to 'nvidia'" in out[0]["fix"]
 
     def test_no_suggestion_for_unrelated_name(self):
-        out = checks.check_missing_handlers("n1", ["runc", "nvidia"], [rc("wasm", handler="spin")], {}, "src")
+        out = missing(["runc", "nvidia"], [rc("wasm", handler="spin")])
         assert out[0]["evidence"]["suggestion"] is None
 
     def test_default_entry_is_never_suggested(self):
         # cluster mode: status.runtimeHandlers has "" for the default runtime
-        out = checks.check_missing_handlers("n1", ["", "runc"], [rc("x", handler="r")], {}, "src")
+        out = missing(["", "runc"], [rc("x", handler="r")])
         assert out[0]["evidence"]["suggestion"] is None
+
+    @pytest.mark.parametrize("handler, loaded_names, rcs", [
+        # NVIDIA's real nvidia-cdi handler on a node lacking it: nvidia is a RuntimeClass's own handler
+        ("nvidia-cdi", ["runc", "nvidia"], [rc("nvidia")]),
+        # the name of a real runtime is missing, not misspelt
+        ("crun", ["runc", "nvidia"], []),
+        ("runsc", ["runc"], []),
+        ("nvidia-cdi", ["runc", "nvidia"], []),
+        ("kata-qemu", ["runc", "kata-clh"], []),
+        # not close: more than two edits
+        ("nvidia-typo", ["runc", "nvidia"], []),
+    ])
+    def test_no_false_suggestion(self, handler, loaded_names, rcs):
+        out = missing(loaded_names, rcs + [rc("x", handler=handler)])
+        item = [f for f in out if f["subject"] == handler][0]
+        assert item["evidence"]["suggestion"] is None
+        assert "did you mean" not in item["message"]
+
+    def test_a_runtimeclass_that_cannot_land_here_does_not_block_the_suggestion(self):
+        rcs = [rc("nvidia", selector={"pool": "gpu"}), rc("legacy", handler="nvidai", selector={"pool": "legacy"})]
+        out = missing(["runc", "nvidia"], rcs, {"pool": "legacy"})
+        assert out[0]["evidence"]["suggestion"] == "nvidia"
+        # where both can land, nvidia is a handler in its own right: no suggestion
+        out = missing(["runc"], rcs, None)
+        assert [f["evidence"]["suggestion"] for f in out] == [None, None]
+
+    def test_transposition_is_one_edit(self):
+        assert checks.suggestion("nvdiia", {"nvidia", "runc"}) == "nvidia"
+        assert checks.suggestion("nvidia-legcy", {"nvidia-legacy", "runc"}) == "nvidia-legacy"
 
     def test_missing_lines_sorted_and_unique(self):
         rcs = [rc("b", handler="zeta"), rc("a", handler="alpha"), rc("c", handler="zeta")]
-        out = checks.check_missing_handlers("n1", ["runc"], rcs, {}, "src")
+        out = missing(["runc"], rcs)
         assert len(out) == 3
         other = checks.finding("n1", "cdi_disabled", "error", "nvidia-cdi", "m", "f")
         assert checks.missing_lines(out + [other]) == ["MISSING=alpha", "MISSING=zeta"]
@@ -106,27 +149,64 @@ class TestMissingHandler(object):
 
 class TestDefaultRuntime(object):
     def test_runc_default_is_quiet(self):
-        assert checks.check_default_runtime("n1", loaded(default="runc")) == []
+        c = ctx({"loaded": loaded(default="runc")})
+        assert run("default_runtime_blast_radius", c) == [] and run("config_refused", c) == []
 
     def test_empty_default_is_quiet(self):
-        assert checks.check_default_runtime("n1", loaded(default="")) == []
+        c = ctx({"loaded": loaded(default="")})
+        assert run("default_runtime_blast_radius", c) == [] and run("config_refused", c) == []
 
     def test_nvidia_default_is_a_blast_radius_warning(self):
-        out = checks.check_default_runtime("n1", loaded(default="nvidia"))
+        out = run("default_runtime_blast_radius", ctx({"loaded": loaded(default="nvidia")}))
         assert ids(out) == [("default_runtime_blast_radius", "warning", "nvidia")]
         assert out[0]["evidence"] == {"default_runtime_name": "nvidia"}
 
-    def test_default_not_loaded(self):
-        out = checks.check_default_runtime("n1", loaded(names=("runc",), default="nvidia"))
-        assert sorted(ids(out)) == [("default_runtime_blast_radius", "warning", "nvidia"),
-                                    ("default_runtime_not_loaded", "error", "nvidia")]
-        item = [f for f in out if f["check"] == "default_runtime_not_loaded"][0]
-        assert item["evidence"]["loaded_runtimes"] == ["runc"]
 
-    def test_runc_default_not_loaded(self):
-        # containerd 1.x drop-in replacement can lose runc itself
-        out = checks.check_default_runtime("n1", loaded(names=("nvidia",), default="runc"))
-        assert ids(out) == [("default_runtime_not_loaded", "error", "runc")]
+class TestConfigRefused(object):
+    def test_default_not_loaded_means_the_cri_plugin_will_not_load(self):
+        c = ctx({"loaded": loaded(names=("runc",), default="nvidia"), "version": "2.1.9", "version_major": 2})
+        out = run("config_refused", c)
+        assert ids(out) == [("config_refused", "error", "nvidia")]
+        assert out[0]["evidence"]["loaded_runtimes"] == ["runc"]
+        # containerd's own words (measured on 1.6, 1.7, 2.1, 2.3.4 daemons)
+        assert out[0]["evidence"]["cause"] == (
+            "failed to load plugin io.containerd.cri.v1.runtime: invalid plugin config: no corresponding runtime "
+            "configured in `containerd.runtimes` for `containerd` `default_runtime_name = \"nvidia\"`")
+        assert "no pod runs on the node" in out[0]["message"]
+
+    def test_1x_runtimes_declared_without_runc(self):
+        dump = dict(loaded(names=("nvidia",), default="runc"), version=2)
+        c = ctx({"loaded": dump, "version": "1.7.24", "version_major": 1, "version_minor": 7,
+                 "running": {"source": "process", "crictl_error": "'crictl info' on unix:///s exited 1: "
+                             "level=fatal msg=\"... unknown service runtime.v1.RuntimeService\""}})
+        out = run("config_refused", c)
+        assert ids(out) == [("config_refused", "error", "runc")]
+        assert "failed to load plugin io.containerd.grpc.v1.cri" in out[0]["evidence"]["cause"]
+        assert "containerd 1.x keeps no runc of its own once a config declares runtimes" in out[0]["message"]
+        assert "unknown service runtime.v1.RuntimeService" in out[0]["evidence"]["running_cri"]
+
+    def test_refused_dump_carries_containerds_cause_line(self):
+        refused = {"command": "containerd --config /c.toml config dump", "rc": 1,
+                   "cause": "containerd: drop-in config version 3 higher than root config version 2",
+                   "warnings": []}
+        g = {"loaded": None, "refused": refused, "config_path": "/c.toml", "version": "2.3.4", "version_major": 2,
+             "version_minor": 3, "files": [
+                 file_entry("/c.toml", "main", "version = 2\n"),
+                 file_entry("/d/99.toml", "imported", "version = 3\n")]}
+        out = run("config_refused", ctx(g))
+        assert ids(out) == [("config_refused", "error", "/c.toml")]
+        assert out[0]["message"] == ("containerd will not start with this config: containerd: drop-in config "
+                                     "version 3 higher than root config version 2")
+        assert out[0]["evidence"]["dropins_above_root"] == [{"file": "/d/99.toml", "version": 3, "root_version": 2}]
+        assert "/d/99.toml is 3" in out[0]["fix"]
+
+    def test_a_refused_config_skips_what_needs_a_loaded_config(self):
+        g = {"loaded": None, "refused": {"cause": "fatal error: out of memory", "command": "c"},
+             "config_path": "/c.toml", "version": "2.1.9", "version_major": 2, "imports": [], "files": []}
+        found, ran, skipped = checks.run_checks(ctx(g, [rc("nvidia")]))
+        assert ids(found) == [("config_refused", "error", "/c.toml")]
+        assert "missing_handler" in skipped and "refuses the config" in skipped["missing_handler"]
+        assert "dead_imports_glob" in ran
 
 
 # --- imports --------------------------------------------------------------------------------
@@ -155,7 +235,7 @@ def gathered_imports():
 
 class TestImports(object):
     def test_dead_glob(self):
-        out = [f for f in checks.check_imports("n1", gathered_imports()) if f["check"] == "dead_imports_glob"]
+        out = run("dead_imports_glob", ctx(gathered_imports()))
         assert ids(out) == [("dead_imports_glob", "warning", "/etc/containerd/conf.d/*.toml")]
         item = out[0]
         assert item["evidence"]["declared_in"] == "/etc/containerd/config.toml"
@@ -164,12 +244,11 @@ class TestImports(object):
         assert "/etc/containerd/conf.d/*.conf" in item["fix"]
 
     def test_matching_glob_is_not_dead(self):
-        out = checks.check_imports("n1", gathered_imports())
+        out = run("dead_imports_glob", ctx(gathered_imports()))
         assert "extra/*.toml" not in [f["subject"] for f in out]
 
     def test_orphans(self):
-        out = dict((f["subject"], f) for f in checks.check_imports("n1", gathered_imports())
-                   if f["check"] == "orphan_dropin")
+        out = dict((f["subject"], f) for f in run("orphan_dropin", ctx(gathered_imports())))
         assert sorted(out) == ["/etc/containerd/conf.d/99-nvidia.conf", "/etc/containerd/config.d/99-nvidia.toml"]
         conf = out["/etc/containerd/conf.d/99-nvidia.conf"]
         # declares a runtime nothing loads: an error
@@ -188,15 +267,36 @@ class TestImports(object):
         gathered = {"loaded": loaded(), "imports": [], "files": [
             file_entry("/etc/containerd/config.toml", "main", "version = 3\n"),
             file_entry("/etc/containerd/conf.d/a.toml", "unreferenced", "version = 3\n")]}
-        out = checks.check_imports("n1", gathered)
+        out = run("orphan_dropin", ctx(gathered))
         assert ids(out) == [("orphan_dropin", "warning", "/etc/containerd/conf.d/a.toml")]
         assert "the config has no imports" in out[0]["message"]
+
+    @pytest.mark.parametrize("name", ["99-nvidia.toml.12345.2025-01-01@10:00:00~", "99-nvidia.toml.bak",
+                                      "config.toml.dpkg-old", "99-nvidia.toml.dpkg-dist", "x.toml~", "x.toml.rpmsave"])
+    def test_backups_are_not_dropins(self, name):
+        gathered = gathered_imports()
+        backup = "/etc/containerd/conf.d/" + name
+        gathered["files"].append(file_entry(backup, "unreferenced", "version = 3\n" + runtime_toml(V3, "gone")))
+        assert backup not in [f["subject"] for f in run("orphan_dropin", ctx(gathered))]
+        # and never the example a dead glob's fix is built from
+        for item in run("dead_imports_glob", ctx(gathered)):
+            assert backup not in item["evidence"]["files_in_dir"]
+        assert checks.is_backup_name(backup) and not checks.is_backup_name("/etc/containerd/conf.d/99-nvidia.toml")
+
+    def test_orphan_on_23_without_imports_explains_the_default_dump(self):
+        gathered = {"loaded": loaded(), "imports": [], "version": "2.3.4", "version_major": 2, "version_minor": 3,
+                    "files": [file_entry("/etc/containerd/config.toml", "main", "version = 4\n"),
+                              file_entry("/etc/containerd/conf.d/99-nvidia.toml", "unreferenced",
+                                         "version = 4\n" + runtime_toml(V3, "nvidia-x"))]}
+        out = run("orphan_dropin", ctx(gathered))
+        assert ids(out) == [("orphan_dropin", "error", "/etc/containerd/conf.d/99-nvidia.toml")]
+        assert "containerd 2.3 dumps imports = ['/etc/containerd/conf.d/*.toml'] by default" in out[0]["message"]
 
     def test_nothing_to_report(self):
         gathered = gathered_imports()
         gathered["imports"] = gathered["imports"][1:]
         gathered["files"] = gathered["files"][:2]
-        assert checks.check_imports("n1", gathered) == []
+        assert run("dead_imports_glob", ctx(gathered)) + run("orphan_dropin", ctx(gathered)) == []
 
 
 # --- ignored plugin sections and drift ------------------------------------------------------
@@ -207,16 +307,23 @@ def runtime_toml(plugin, *names):
 
 
 def sections_gathered(major, files, loaded_names, version=None):
-    return {"version_major": major, "version": version or ("2.1.9" if major == 2 else "1.7.24"),
+    version = version or ("2.1.9" if major == 2 else "1.7.24")
+    return {"version_major": major, "version_minor": int(version.split(".")[1]), "version": version,
             "loaded": loaded(names=loaded_names),
             "dump_warnings": ['level=warning msg="Ignoring unknown key in TOML for plugin"'],
             "files": [file_entry(path, role, text) for path, role, text in files]}
 
 
+def sections(gathered):
+    """The findings of the checks that read each merged file's sections."""
+    c = ctx(gathered)
+    return run("ignored_plugin_section", c) + run("file_loaded_drift", c)
+
+
 class TestFileSections(object):
     def test_v3_file_with_old_plugin_name_on_2x(self):
         g = sections_gathered(2, [("/c.toml", "main", "version = 3\n" + runtime_toml(V2, "nvidia"))], ("runc",))
-        out = checks.check_file_sections("n1", g)
+        out = sections(g)
         assert ids(out) == [("ignored_plugin_section", "error", "/c.toml:%s" % V2)]
         assert out[0]["evidence"]["not_loaded"] == ["nvidia"]
         assert out[0]["evidence"]["file_version"] == 3
@@ -225,13 +332,13 @@ class TestFileSections(object):
 
     def test_ignored_section_whose_runtime_loads_elsewhere_is_a_warning(self):
         g = sections_gathered(2, [("/c.toml", "main", "version = 3\n" + runtime_toml(V2, "nvidia"))], ("runc", "nvidia"))
-        out = checks.check_file_sections("n1", g)
+        out = sections(g)
         assert ids(out) == [("ignored_plugin_section", "warning", "/c.toml:%s" % V2)]
 
     def test_v3_file_on_1x(self):
         g = sections_gathered(1, [("/c.toml", "main", "version = 3\n" + runtime_toml(V3, "nvidia"))], ("runc",),
                               version="1.6.20")
-        out = checks.check_file_sections("n1", g)
+        out = sections(g)
         assert sorted(ids(out)) == [("ignored_plugin_section", "error", "/c.toml"),
                                     ("ignored_plugin_section", "error", "/c.toml:%s" % V3)]
         whole = [f for f in out if f["subject"] == "/c.toml"][0]
@@ -244,11 +351,11 @@ class TestFileSections(object):
         # measured: 1.6 reads io.containerd.grpc.v1.cri even from a version 3 file
         g = sections_gathered(1, [("/c.toml", "main", "version = 3\n" + runtime_toml(V2, "nvidia"))],
                               ("runc", "nvidia"), version="1.6.20")
-        assert ids(checks.check_file_sections("n1", g)) == [("ignored_plugin_section", "error", "/c.toml")]
+        assert ids(sections(g)) == [("ignored_plugin_section", "error", "/c.toml")]
 
     def test_v1_file_on_2x(self):
         g = sections_gathered(2, [("/c.toml", "main", "version = 1\n" + runtime_toml(V1, "nvidia"))], ("runc",))
-        out = checks.check_file_sections("n1", g)
+        out = sections(g)
         assert ids(out) == [("ignored_plugin_section", "error", "/c.toml:cri")]
         assert out[0]["evidence"]["file_version"] == 1
         assert out[0]["evidence"]["not_loaded"] == ["nvidia"]
@@ -256,11 +363,11 @@ class TestFileSections(object):
     def test_v1_file_on_1x_is_fine(self):
         # measured: 1.6 and 1.7 read plugins.cri of a version 1 file
         g = sections_gathered(1, [("/c.toml", "main", "version = 1\n" + runtime_toml(V1, "nvidia"))], ("runc", "nvidia"))
-        assert checks.check_file_sections("n1", g) == []
+        assert sections(g) == []
 
     def test_v2_file_on_2x_is_fine(self):
         g = sections_gathered(2, [("/c.toml", "main", "version = 2\n" + runtime_toml(V2, "nvidia"))], ("runc", "nvidia"))
-        assert checks.check_file_sections("n1", g) == []
+        assert sections(g) == []
 
     def test_1x_dropins_replace_the_section(self):
         # measured on 1.7: two v2 drop-ins with one runtime each; only the last one's runtime is
@@ -270,7 +377,7 @@ class TestFileSections(object):
             ("/etc/containerd/conf.d/10-a.toml", "imported", "version = 2\n" + runtime_toml(V2, "nvidia-a")),
             ("/etc/containerd/conf.d/20-b.toml", "imported", "version = 2\n" + runtime_toml(V2, "nvidia")),
         ]
-        out = checks.check_file_sections("n1", sections_gathered(1, files, ("nvidia",)))
+        out = sections(sections_gathered(1, files, ("nvidia",)))
         assert ids(out) == [
             ("file_loaded_drift", "error", "/etc/containerd/config.toml:runc"),
             ("file_loaded_drift", "error", "/etc/containerd/conf.d/10-a.toml:nvidia-a"),
@@ -283,31 +390,102 @@ class TestFileSections(object):
 
     def test_drift_on_2x_has_no_1x_explanation(self):
         files = [("/c.toml", "main", "version = 3\n" + runtime_toml(V3, "runc", "nvidia"))]
-        out = checks.check_file_sections("n1", sections_gathered(2, files, ("runc",)))
+        out = sections(sections_gathered(2, files, ("runc",)))
         assert ids(out) == [("file_loaded_drift", "error", "/c.toml:nvidia")]
         assert "5837" not in out[0]["message"]
 
     def test_unreferenced_files_are_not_drift(self):
         files = [("/c.toml", "main", "version = 3\n"),
                  ("/conf.d/x.conf", "unreferenced", "version = 3\n" + runtime_toml(V3, "nvidia"))]
-        assert checks.check_file_sections("n1", sections_gathered(2, files, ("runc",))) == []
+        assert sections(sections_gathered(2, files, ("runc",))) == []
 
     @pytest.mark.parametrize("major, main_version, plugin", [(1, 2, V2), (2, 2, V2), (2, 3, V3)])
     def test_versionless_dropin_takes_the_root_version(self, major, main_version, plugin):
         # measured on 1.7 and 2.1: a drop-in without a version line is read as the root file's
         files = [("/c.toml", "main", "version = %d\n" % main_version),
                  ("/conf.d/nvidia.toml", "imported", runtime_toml(plugin, "nvidia"))]
-        assert checks.check_file_sections("n1", sections_gathered(major, files, ("runc", "nvidia"))) == []
+        assert sections(sections_gathered(major, files, ("runc", "nvidia"))) == []
 
     def test_versionless_main_file_is_version_1(self):
         files = [("/c.toml", "main", runtime_toml(V2, "nvidia"))]
-        out = checks.check_file_sections("n1", sections_gathered(2, files, ("runc",)))
+        out = sections(sections_gathered(2, files, ("runc",)))
         assert ids(out) == [("ignored_plugin_section", "error", "/c.toml:%s" % V2)]
         assert out[0]["evidence"]["file_version"] == 1
 
+    # Measured with the real 2.1.9 and 2.3.4 binaries (tests/integration/test_audit_checks.py repeats them).
+    def test_mixed_plugin_names_in_a_v2_file_on_2x_is_an_ignored_section(self):
+        text = "version = 2\n" + runtime_toml(V2, "kata") + runtime_toml(V3, "nvidia")
+        for version in ("2.1.9", "2.3.4"):
+            out = sections(sections_gathered(2, [("/c.toml", "main", text)], ("runc", "nvidia"), version=version))
+            assert ids(out) == [("ignored_plugin_section", "error", "/c.toml:%s" % V2)], version
+            assert "replaces the runtimes migrated from" in out[0]["message"]
+            assert out[0]["evidence"]["not_loaded"] == ["kata"]
+            assert 'plugins."%s"' % V3 in out[0]["fix"]
+
+    @pytest.mark.parametrize("other", [
+        '[plugins."%s"]\nenable_cdi = true\n' % V3,
+        '[plugins."io.containerd.cri.v1.images"]\nsnapshotter = "overlayfs"\n',
+        '[plugins."%s".containerd]\ndefault_runtime_name = "runc"\n' % V3,
+    ])
+    def test_old_name_runtimes_survive_without_a_new_name_runtimes_table(self, other):
+        text = "version = 2\n" + runtime_toml(V2, "kata") + other
+        assert sections(sections_gathered(2, [("/c.toml", "main", text)], ("runc", "kata"))) == []
+
+    def test_an_empty_new_name_runtimes_table_drops_them_too(self):
+        text = "version = 2\n" + runtime_toml(V2, "kata") + '[plugins."%s".containerd.runtimes]\n' % V3
+        out = sections(sections_gathered(2, [("/c.toml", "main", text)], ("runc",)))
+        assert ids(out) == [("ignored_plugin_section", "error", "/c.toml:%s" % V2)]
+
+    def test_21_migrates_the_merged_files_23_each_file(self):
+        files = [("/c.toml", "main", "version = 2\n" + runtime_toml(V2, "kata")),
+                 ("/d/n.toml", "imported", "version = 2\n" + runtime_toml(V3, "nvidia"))]
+        out = sections(sections_gathered(2, files, ("runc", "nvidia"), version="2.1.9"))
+        assert ids(out) == [("ignored_plugin_section", "error", "/c.toml:%s" % V2)]
+        assert "/d/n.toml" in out[0]["message"]
+        assert sections(sections_gathered(2, files, ("runc", "nvidia", "kata"), version="2.3.4")) == []
+
+    def test_21_reads_a_v2_dropin_by_the_v3_root(self):
+        files = [("/c.toml", "main", "version = 3\n" + runtime_toml(V3, "nvidia")),
+                 ("/d/k.toml", "imported", "version = 2\n" + runtime_toml(V2, "kata"))]
+        out = sections(sections_gathered(2, files, ("runc", "nvidia"), version="2.1.9"))
+        assert ids(out) == [("ignored_plugin_section", "error", "/d/k.toml:%s" % V2)]
+        assert out[0]["evidence"]["file_version"] == 3
+        assert sections(sections_gathered(2, files, ("runc", "nvidia", "kata"), version="2.3.4")) == []
+
+    def test_23_reads_a_v3_file_with_the_old_name_but_not_a_v4_one(self):
+        v3 = [("/c.toml", "main", "version = 3\n" + runtime_toml(V2, "nvidia"))]
+        assert sections(sections_gathered(2, v3, ("runc", "nvidia"), version="2.3.4")) == []
+        assert ids(sections(sections_gathered(2, v3, ("runc",), version="2.1.9"))) == [
+            ("ignored_plugin_section", "error", "/c.toml:%s" % V2)]
+        v4 = [("/c.toml", "main", "version = 4\n" + runtime_toml(V2, "nvidia"))]
+        out = sections(sections_gathered(2, v4, ("runc",), version="2.3.4"))
+        assert ids(out) == [("ignored_plugin_section", "error", "/c.toml:%s" % V2)]
+        assert "containerd 2.3+ reads the runtimes of a version 4 file" in out[0]["message"]
+
+    def test_23_migrates_a_v1_file(self):
+        v1 = [("/c.toml", "main", runtime_toml(V1, "kata"))]
+        assert sections(sections_gathered(2, v1, ("runc", "kata"), version="2.3.4")) == []
+        assert ids(sections(sections_gathered(2, v1, ("runc",), version="2.1.9"))) == [
+            ("ignored_plugin_section", "error", "/c.toml:cri")]
+
+    def test_23_v1_file_drops_cri_runtimes_next_to_newer_tables(self):
+        v1 = [("/c.toml", "main", "version = 1\n" + runtime_toml(V1, "k1") + runtime_toml(V3, "k3"))]
+        out = sections(sections_gathered(2, v1, ("runc", "k3"), version="2.3.4"))
+        assert ids(out) == [("ignored_plugin_section", "error", "/c.toml:cri")]
+
+    def test_dropin_version_above_root_is_a_warning_before_23(self):
+        files = [("/c.toml", "main", "version = 2\n"), ("/d/n.toml", "imported", "version = 3\n"),
+                 ("/d/same.toml", "imported", "version = 2\n"), ("/d/none.toml", "imported", "")]
+        out = run("dropin_version_above_root", ctx(sections_gathered(2, files, ("runc",), version="2.1.9")))
+        assert ids(out) == [("dropin_version_above_root", "warning", "/d/n.toml")]
+        assert "2.3+ refuses to start with it" in out[0]["message"]
+        assert "drop-in config version 3 higher than root config version 2" in out[0]["message"]
+        # on 2.3+ containerd refuses the config itself: config_refused says so
+        assert run("dropin_version_above_root", ctx(sections_gathered(2, files, ("runc",), version="2.3.4"))) == []
+
     def test_unparsable_file_is_config_unreadable(self):
         g = sections_gathered(2, [("/c.toml", "main", "version = 3\n"), ("/d.toml", "imported", "[broken\n")], ("runc",))
-        out = checks.check_file_sections("n1", g)
+        out = run("config_unreadable", ctx(g))
         assert ids(out) == [("config_unreadable", "error", "/d.toml")]
         assert "/d.toml" in out[0]["evidence"]["error"]
 
@@ -316,111 +494,241 @@ class TestFileSections(object):
         g["files"].append({"path": "/big.toml", "role": "imported", "content": None, "error": "file is 2 bytes",
                            "parsed": loaded_config.summarize_file(
                                {"path": "/big.toml", "role": "imported", "content": None, "error": "file is 2 bytes"})})
-        assert ids(checks.check_file_sections("n1", g)) == [("config_unreadable", "error", "/big.toml")]
+        assert ids(run("config_unreadable", ctx(g))) == [("config_unreadable", "error", "/big.toml")]
+
+
+class TestMainConfig(object):
+    def test_missing_config_is_info_not_unreadable(self):
+        g = {"loaded": loaded(), "config_exists": False, "config_path": "/etc/containerd/config.toml",
+             "version": "2.1.9", "version_major": 2, "version_minor": 1,
+             "files": [{"path": "/etc/containerd/config.toml", "role": "main", "content": None,
+                        "error": "file does not exist",
+                        "parsed": {"path": "/etc/containerd/config.toml", "role": "main", "error": "file does not exist"}}]}
+        found, _ran, _skipped = checks.run_checks(ctx(g))
+        assert ids(found) == [("config_defaults", "info", "/etc/containerd/config.toml")]
+        assert "runs on its built-in defaults" in found[0]["message"]
+        g.update(version="2.3.4", version_minor=3)
+        assert "without a config file no drop-in is loaded" in run("config_defaults", ctx(g))[0]["message"]
+
+    def test_an_existing_config_is_quiet(self):
+        g = sections_gathered(2, [("/c.toml", "main", "version = 3\n")], ("runc",))
+        assert run("config_defaults", ctx(g)) == []
 
 
 # --- runtime binary -------------------------------------------------------------------------
 
+def facts(path, exists=True, is_file=True, executable=True):
+    return {"path": path, "resolved": path, "exists": exists, "is_file": is_file, "executable": executable}
+
+
+def ctx_kata(gathered):
+    return ctx(gathered, [rc("kata")])
+
+
 class TestRuntimeBinary(object):
-    def gathered(self, facts):
+    def gathered(self, nvidia_facts):
         runtimes = {"runc": runc_like("runc"), "nvidia": runc_like("nvidia", binary="/usr/bin/nvidia-container-runtime")}
-        return {"loaded": loaded(runtimes=runtimes), "paths": {"/usr/bin/nvidia-container-runtime": facts}}
+        return {"loaded": loaded(runtimes=runtimes), "paths": {"/usr/bin/nvidia-container-runtime": nvidia_facts}}
 
     def test_missing_binary(self):
-        facts = {"path": "/usr/bin/nvidia-container-runtime", "exists": False, "is_file": False, "executable": False}
-        out = checks.check_binaries("n1", self.gathered(facts))
+        out = run("runtime_binary", ctx(self.gathered(facts("/usr/bin/nvidia-container-runtime", False, False, False)), [rc("nvidia")]))
         assert ids(out) == [("runtime_binary", "error", "nvidia")]
         assert out[0]["evidence"]["binary_name"] == "/usr/bin/nvidia-container-runtime"
         assert "does not exist" in out[0]["message"]
 
     def test_not_executable(self):
-        facts = {"path": "/usr/bin/nvidia-container-runtime", "exists": True, "is_file": True, "executable": False}
-        out = checks.check_binaries("n1", self.gathered(facts))
+        out = run("runtime_binary", ctx(self.gathered(facts("/usr/bin/nvidia-container-runtime", executable=False)), [rc("nvidia")]))
         assert ids(out) == [("runtime_binary", "error", "nvidia")]
-        assert "is not an executable file" in out[0]["message"]
+        assert "is not executable" in out[0]["message"]
 
     def test_executable_is_fine(self):
-        facts = {"path": "/usr/bin/nvidia-container-runtime", "exists": True, "is_file": True, "executable": True}
-        assert checks.check_binaries("n1", self.gathered(facts)) == []
+        assert run("runtime_binary", ctx(self.gathered(facts("/usr/bin/nvidia-container-runtime")), [rc("nvidia")])) == []
 
-    def test_unreported_path_is_skipped(self):
+    def test_unreported_path_is_not_judged(self):
         gathered = self.gathered({})
         gathered["paths"] = {}
-        assert checks.check_binaries("n1", gathered) == []
+        assert run("runtime_binary", ctx(gathered, [rc("nvidia")])) == []
+
+    def kata(self, shim, runtime_path=""):
+        kata = dict(runc_like("kata"), runtime_type="io.containerd.kata.v2", runtime_path=runtime_path,
+                    config_path="/opt/kata/configuration.toml", base_runtime_spec="")
+        paths = {"/opt/kata/configuration.toml": facts("/opt/kata/configuration.toml")}
+        if runtime_path:
+            paths[runtime_path] = shim
+        return {"loaded": loaded(runtimes={"runc": runc_like("runc"), "kata": kata}), "paths": paths,
+                "shims": {"io.containerd.kata.v2": shim}}
+
+    def test_kata_shim_missing(self):
+        shim = dict(facts("containerd-shim-kata-v2", False, False, False), searched=["/usr/bin", "/opt/containerd"])
+        out = run("runtime_binary", ctx_kata(self.kata(shim)))
+        assert ids(out) == [("runtime_binary", "error", "kata")]
+        assert "shim of runtime_type io.containerd.kata.v2 containerd-shim-kata-v2, which does not exist" in out[0]["message"]
+        assert "searched PATH, shim_dirs and the containerd binary's dir" in out[0]["message"]
+
+    def test_kata_shim_present(self):
+        assert run("runtime_binary", ctx_kata(self.kata(facts("/usr/bin/containerd-shim-kata-v2")))) == []
+
+    def test_runtime_path_wins_over_the_shim_name(self):
+        out = run("runtime_binary", ctx_kata(self.kata(facts("/opt/kata/bin/shim", exists=False), "/opt/kata/bin/shim")))
+        assert ids(out) == [("runtime_binary", "error", "kata")]
+        assert "runtime_path /opt/kata/bin/shim" in out[0]["message"]
+
+    def test_a_runtime_no_pod_can_reach_is_info(self):
+        # k3s's template declares runhcs-wcow-process (Windows) on every node: no shim on Linux
+        shim = facts("containerd-shim-runhcs-v1", False, False, False)
+        runhcs = dict(runc_like("runhcs-wcow-process"), runtime_type="io.containerd.runhcs.v1")
+        g = {"loaded": loaded(runtimes={"runc": runc_like("runc"), "runhcs-wcow-process": runhcs}), "paths": {},
+             "shims": {"io.containerd.runhcs.v1": shim}}
+        out = run("runtime_binary", ctx(g, [rc("nvidia")]))
+        assert ids(out) == [("runtime_binary", "info", "runhcs-wcow-process")]
+        assert "no pod can reach it here" in out[0]["message"]
+
+    def test_runc_types_need_no_shim_fact(self):
+        # containerd ships containerd-shim-runc-v2 itself; a gather reports no shim for it
+        g = self.gathered(facts("/usr/bin/nvidia-container-runtime"))
+        g["shims"] = {}
+        assert run("runtime_binary", ctx(g, [rc("nvidia")])) == []
+
+
+class TestRuntimeFiles(object):
+    def test_config_path_and_base_runtime_spec(self):
+        kata = dict(runc_like("kata"), runtime_type="io.containerd.kata.v2", config_path="/opt/kata/c.toml",
+                    base_runtime_spec="")
+        nvidia = dict(runc_like("nvidia"), config_path="", base_runtime_spec="/etc/containerd/base-runtime-spec.json")
+        g = {"loaded": loaded(runtimes={"kata": kata, "nvidia": nvidia}),
+             "paths": {"/opt/kata/c.toml": facts("/opt/kata/c.toml", False, False, False),
+                       "/etc/containerd/base-runtime-spec.json": facts("/etc/containerd/base-runtime-spec.json",
+                                                                       executable=False)}}
+        out = run("runtime_file", ctx(g, [rc("kata")]))
+        assert ids(out) == [("runtime_file", "error", "kata:options.ConfigPath")]
+        assert "does not exist" in out[0]["message"]
 
 
 # --- cgroup driver --------------------------------------------------------------------------
 
 class TestCgroupDriver(object):
-    def gathered(self, kubelet_text, nvidia_systemd, runc_systemd=True):
+    def gathered(self, kubelet_text, nvidia_systemd, runc_systemd=True, error=None):
         runtimes = {"runc": runc_like("runc", systemd=runc_systemd), "nvidia": runc_like("nvidia", systemd=nvidia_systemd)}
         runtimes["kata"] = dict(runc_like("kata"), runtime_type="io.containerd.kata.v2")
-        kubelet = {"path": "/var/lib/kubelet/config.yaml", "exists": kubelet_text is not None, "content": kubelet_text}
+        kubelet = {"path": "/var/lib/kubelet/config.yaml", "exists": kubelet_text is not None or error is not None,
+                   "content": kubelet_text, "error": error}
         return {"loaded": loaded(runtimes=runtimes), "kubelet_config": kubelet}
 
+    def cgroup(self, gathered, rcs=(rc("nvidia"),), **options):
+        found, _ran, skipped = checks.run_checks(ctx(gathered, list(rcs), **options))
+        return [f for f in found if f["check"] == "cgroup_driver"], skipped.get("cgroup_driver")
+
     def test_systemd_kubelet_vs_systemd_false(self):
-        g = self.gathered("kind: KubeletConfiguration\ncgroupDriver: systemd\n", False)
-        out = checks.check_cgroup_driver("n1", g)
+        out, _skipped = self.cgroup(self.gathered("kind: KubeletConfiguration\ncgroupDriver: systemd\n", False))
         assert ids(out) == [("cgroup_driver", "error", "nvidia")]
         assert out[0]["evidence"] == {"runtime": "nvidia", "systemd_cgroup": False, "kubelet_cgroup_driver": "systemd",
-                                      "kubelet_config": "/var/lib/kubelet/config.yaml"}
+                                      "kubelet_config": "/var/lib/kubelet/config.yaml", "reachable": True}
         assert out[0]["fix"] == "set SystemdCgroup = true for 'nvidia'"
 
     def test_unset_systemd_cgroup_counts_as_false(self):
-        g = self.gathered("cgroupDriver: systemd\n", None)
-        assert ids(checks.check_cgroup_driver("n1", g)) == [("cgroup_driver", "error", "nvidia")]
+        out, _skipped = self.cgroup(self.gathered("cgroupDriver: systemd\n", None))
+        assert ids(out) == [("cgroup_driver", "error", "nvidia")]
 
     def test_absent_cgroup_driver_is_kubelet_default_cgroupfs(self):
-        g = self.gathered("kind: KubeletConfiguration\n", False, runc_systemd=True)
-        out = checks.check_cgroup_driver("n1", g)
+        out, _skipped = self.cgroup(self.gathered("kind: KubeletConfiguration\n", False, runc_systemd=True))
         assert ids(out) == [("cgroup_driver", "error", "runc")]
         assert out[0]["evidence"]["kubelet_cgroup_driver"] == "cgroupfs"
 
     def test_override_variable_wins(self):
         g = self.gathered("cgroupDriver: systemd\n", True, runc_systemd=True)
-        assert checks.check_cgroup_driver("n1", g) == []
-        out = checks.check_cgroup_driver("n1", g, override="cgroupfs")
+        assert self.cgroup(g) == ([], None)
+        out, _skipped = self.cgroup(g, kubelet_cgroup_driver="cgroupfs")
         assert sorted(ids(out)) == [("cgroup_driver", "error", "nvidia"), ("cgroup_driver", "error", "runc")]
         assert out[0]["evidence"]["kubelet_config"] == "variable"
 
     def test_override_without_kubelet_file(self):
         g = self.gathered(None, False, runc_systemd=False)
-        assert checks.check_cgroup_driver("n1", g) == []
-        assert len(checks.check_cgroup_driver("n1", g, override="systemd")) == 2
+        out, skipped = self.cgroup(g)
+        assert out == [] and skipped.startswith("no kubelet config at /var/lib/kubelet/config.yaml")
+        assert len(self.cgroup(g, kubelet_cgroup_driver="systemd")[0]) == 2
 
-    @pytest.mark.parametrize("text", ["", "[not: yaml", "- a list\n"])
-    def test_unusable_kubelet_config_skips_the_check(self, text):
-        assert checks.check_cgroup_driver("n1", self.gathered(text, False)) == []
+    @pytest.mark.parametrize("text, why", [
+        ("[not: yaml", "kubelet config /var/lib/kubelet/config.yaml is not YAML: "),
+        ("- a list\n", "is not a mapping but list"),
+        ("cgroupDriver: [systemd]\n", "has cgroupDriver ['systemd'], neither systemd nor cgroupfs"),
+        ("\x1b[31m: x: y:\n", "is not YAML"),
+    ])
+    def test_garbage_kubelet_config_skips_the_check_never_passes_it(self, text, why):
+        out, skipped = self.cgroup(self.gathered(text, False))
+        assert out == [] and why in skipped
+
+    def test_unread_kubelet_config_skips_the_check(self):
+        g = self.gathered(None, False, error="not read: /k is a FIFO, not a regular file")
+        out, skipped = self.cgroup(g)
+        assert out == [] and "is a FIFO, not a regular file" in skipped
+
+    def test_empty_kubelet_config_is_the_kubelet_default(self):
+        out, _skipped = self.cgroup(self.gathered("", False, runc_systemd=True))
+        assert ids(out) == [("cgroup_driver", "error", "runc")]
 
     def test_non_runc_runtimes_are_not_judged(self):
-        g = self.gathered("cgroupDriver: systemd\n", True)
-        assert checks.check_cgroup_driver("n1", g) == []  # kata has systemd_cgroup None but is no runc shim
+        assert self.cgroup(self.gathered("cgroupDriver: systemd\n", True))[0] == []
+
+    def test_a_runtime_no_pod_can_reach_is_info(self):
+        # neither the default (runc) nor named by a RuntimeClass that can land here
+        g = self.gathered("cgroupDriver: systemd\n", False)
+        out, _skipped = self.cgroup(g, rcs=[rc("nvidia", selector={"pool": "gpu"})])
+        assert ids(out) == [("cgroup_driver", "info", "nvidia")]
+        assert "no pod can reach it here" in out[0]["message"]
+        # unknown labels: the RuntimeClass may land here, so it is reachable
+        found, _ran, _skipped = checks.run_checks(ctx(g, [rc("nvidia", selector={"pool": "gpu"})], labels=None))
+        assert ids([f for f in found if f["check"] == "cgroup_driver"]) == [("cgroup_driver", "error", "nvidia")]
+
+    def test_the_default_runtime_is_reachable(self):
+        runtimes = {"runc": runc_like("runc", systemd=True), "nvidia": runc_like("nvidia", systemd=False)}
+        g = {"loaded": loaded(runtimes=runtimes, default="nvidia"),
+             "kubelet_config": {"path": "/k", "content": "cgroupDriver: systemd\n"}}
+        assert ids(self.cgroup(g, rcs=[])[0]) == [("cgroup_driver", "error", "nvidia")]
 
 
 # --- CDI ------------------------------------------------------------------------------------
 
 class TestCdi(object):
+    def cdi(self, runtimes, enable_cdi=False, rcs=(), version=None):
+        g = {"loaded": loaded(runtimes=runtimes, enable_cdi=enable_cdi)}
+        if version:
+            g.update(version=version, version_major=int(version[0]), version_minor=int(version.split(".")[1]))
+        return run("cdi_disabled", ctx(g, list(rcs)))
+
     def test_cdi_handler_without_cdi(self):
-        g = {"loaded": loaded(names=("runc", "nvidia", "nvidia-cdi"), enable_cdi=False)}
-        out = checks.check_cdi("n1", g, [rc("nvidia-cdi")], {})
+        out = self.cdi({"runc": runc_like("runc"), "nvidia-cdi": runc_like("nvidia-cdi", binary="/usr/bin/nvidia-ctr")},
+                       rcs=[rc("nvidia-cdi")])
         assert ids(out) == [("cdi_disabled", "error", "nvidia-cdi")]
         assert out[0]["evidence"]["enable_cdi"] is False
+        assert "set enable_cdi = true" in out[0]["fix"]
 
-    def test_cdi_handler_of_a_runtimeclass_only(self):
-        g = {"loaded": loaded(names=("runc",), enable_cdi=False)}
-        assert ids(checks.check_cdi("n1", g, [rc("gpu", handler="nvidia-cdi")], {})) == [
-            ("cdi_disabled", "error", "nvidia-cdi")]
-        # a RuntimeClass that cannot land here does not count
-        assert checks.check_cdi("n1", g, [rc("gpu", handler="nvidia-cdi", selector={"cdi": "yes"})], {}) == []
+    def test_nvidias_cdi_runtime_injects_itself(self):
+        # NVIDIA's own configs register nvidia-cdi with nvidia-container-runtime.cdi and set no enable_cdi
+        runtimes = {"runc": runc_like("runc"),
+                    "nvidia-cdi": runc_like("nvidia-cdi", binary="/usr/bin/nvidia-container-runtime.cdi")}
+        assert self.cdi(runtimes, rcs=[rc("nvidia-cdi")]) == []
+
+    def test_on_16_the_fix_is_not_enable_cdi(self):
+        out = self.cdi({"nvidia-cdi": runc_like("nvidia-cdi", binary="/usr/bin/nvidia-container-runtime")},
+                       rcs=[rc("nvidia-cdi")], version="1.6.20")
+        assert "containerd 1.6.20 has no enable_cdi" in out[0]["fix"]
+        assert "nvidia-container-runtime.cdi" in out[0]["fix"]
+
+    def test_a_handler_not_loaded_is_missing_handler_only(self):
+        assert self.cdi({"runc": runc_like("runc")}, rcs=[rc("gpu", handler="nvidia-cdi")]) == []
+
+    def test_unreachable_cdi_runtime_is_info(self):
+        out = self.cdi({"runc": runc_like("runc"), "nvidia-cdi": runc_like("nvidia-cdi")},
+                       rcs=[rc("nvidia-cdi", selector={"cdi": "yes"})])
+        assert ids(out) == [("cdi_disabled", "info", "nvidia-cdi")]
 
     def test_cdi_enabled_is_fine(self):
-        g = {"loaded": loaded(names=("runc", "nvidia-cdi"), enable_cdi=True)}
-        assert checks.check_cdi("n1", g, [rc("nvidia-cdi")], {}) == []
+        assert self.cdi({"nvidia-cdi": runc_like("nvidia-cdi")}, enable_cdi=True, rcs=[rc("nvidia-cdi")]) == []
 
     def test_non_cdi_names(self):
-        g = {"loaded": loaded(names=("runc", "nvidia", "cdi-less", "nvidiacdi"), enable_cdi=False)}
+        runtimes = dict((n, runc_like(n)) for n in ("runc", "nvidia", "cdi-less", "nvidiacdi"))
         # "cdi-less" has a "cdi" segment, "nvidiacdi" ends with cdi; "nvidia" has neither
-        assert [f["subject"] for f in checks.check_cdi("n1", g, [], {})] == ["cdi-less", "nvidiacdi"]
+        assert [f["subject"] for f in self.cdi(runtimes, rcs=[rc("cdi-less"), rc("nvidiacdi")])] == ["cdi-less", "nvidiacdi"]
 
     def test_stale_spec(self):
         g = {"loaded": loaded(), "cdi_specs": [
@@ -430,7 +738,7 @@ class TestCdi(object):
                 {"path": "/usr/lib/libnvidia-ml.so.535.104.05", "exists": False}]},
             {"path": "/etc/cdi/fresh.yaml", "error": None, "host_paths": [{"path": "/dev/nvidia0", "exists": True}]},
         ]}
-        out = checks.check_cdi("n1", g, [], {})
+        out = run("cdi_stale_spec", ctx(g))
         assert ids(out) == [("cdi_stale_spec", "error", "/etc/cdi/nvidia.yaml")]
         assert out[0]["evidence"]["missing_host_paths"] == ["/usr/lib/libcuda.so.535.104.05",
                                                             "/usr/lib/libnvidia-ml.so.535.104.05"]
@@ -439,15 +747,22 @@ class TestCdi(object):
 
     def test_unreadable_spec_is_a_warning(self):
         g = {"loaded": loaded(), "cdi_specs": [{"path": "/etc/cdi/x.json", "error": "not valid JSON: x", "host_paths": []}]}
-        assert ids(checks.check_cdi("n1", g, [], {})) == [("cdi_stale_spec", "warning", "/etc/cdi/x.json")]
+        assert ids(run("cdi_stale_spec", ctx(g))) == [("cdi_stale_spec", "warning", "/etc/cdi/x.json")]
 
 
 # --- overhead -------------------------------------------------------------------------------
 
+def overhead(rcs, labels, allocatable, requests=None):
+    found, _ran, skipped = checks.run_checks(ctx({"loaded": loaded()}, rcs, labels, allocatable, pod_requests=requests))
+    if "overhead_unschedulable" in skipped:
+        return []
+    return [f for f in found if f["check"] == "overhead_unschedulable"]
+
+
 class TestOverhead(object):
     def test_cpu_overhead_does_not_fit(self):
         rcs = [rc("nvidia-overhead", handler="nvidia", overhead={"cpu": "250m"})]
-        out = checks.check_overhead("n1", rcs, {}, {"cpu": "1"}, {"cpu": "900m"})
+        out = overhead(rcs, {}, {"cpu": "1"}, {"cpu": "900m"})
         assert ids(out) == [("overhead_unschedulable", "error", "nvidia-overhead:cpu")]
         assert out[0]["evidence"]["arithmetic"] == "900m + 250m > 1000m"
         assert "900m + 250m > 1000m" in out[0]["message"]
@@ -457,53 +772,54 @@ class TestOverhead(object):
 
     def test_memory_with_binary_suffixes(self):
         rcs = [rc("kata", overhead={"memory": "512Mi"})]
-        out = checks.check_overhead("n1", rcs, {}, {"memory": "1Gi"}, {"memory": "768Mi"})
+        out = overhead(rcs, {}, {"memory": "1Gi"}, {"memory": "768Mi"})
         assert ids(out) == [("overhead_unschedulable", "error", "kata:memory")]
         assert out[0]["evidence"]["arithmetic"] == "%d + %d > %d" % (768 * 2 ** 20, 512 * 2 ** 20, 2 ** 30)
 
     def test_fits(self):
         rcs = [rc("kata", overhead={"cpu": "100m", "memory": "256Mi"})]
-        assert checks.check_overhead("n1", rcs, {}, {"cpu": "1", "memory": "1Gi"},
-                                     {"cpu": "900m", "memory": "768Mi"}) == []
+        assert overhead(rcs, {}, {"cpu": "1", "memory": "1Gi"}, {"cpu": "900m", "memory": "768Mi"}) == []
 
     def test_exactly_full_fits(self):
         rcs = [rc("kata", overhead={"cpu": "100m"})]
-        assert checks.check_overhead("n1", rcs, {}, {"cpu": "1"}, {"cpu": "900m"}) == []
+        assert overhead(rcs, {}, {"cpu": "1"}, {"cpu": "900m"}) == []
 
     def test_no_pod_request_means_zero(self):
         rcs = [rc("kata", overhead={"cpu": "2"})]
-        out = checks.check_overhead("n1", rcs, {}, {"cpu": "1500m"})
+        out = overhead(rcs, {}, {"cpu": "1500m"})
         assert out[0]["evidence"]["arithmetic"] == "0m + 2000m > 1500m"
 
     def test_bad_quantity_is_a_warning(self):
         rcs = [rc("kata", overhead={"cpu": "lots"})]
-        out = checks.check_overhead("n1", rcs, {}, {"cpu": "1"}, {"cpu": "900m"})
+        out = overhead(rcs, {}, {"cpu": "1"}, {"cpu": "900m"})
         assert ids(out) == [("overhead_unschedulable", "warning", "kata:cpu")]
         assert "lots" in out[0]["message"]
 
     def test_bad_allocatable_is_a_warning(self):
         rcs = [rc("kata", overhead={"cpu": "250m"})]
-        out = checks.check_overhead("n1", rcs, {}, {"cpu": "one"}, {})
+        out = overhead(rcs, {}, {"cpu": "one"}, {})
         assert ids(out) == [("overhead_unschedulable", "warning", "kata:cpu")]
 
     def test_infinite_allocatable_is_a_warning_not_an_exception(self):
         rcs = [rc("kata", overhead={"cpu": "250m"})]
-        out = checks.check_overhead("n1", rcs, {}, {"cpu": float("inf")}, {"cpu": "900m"})
+        out = overhead(rcs, {}, {"cpu": float("inf")}, {"cpu": "900m"})
         assert ids(out) == [("overhead_unschedulable", "warning", "kata:cpu")]
 
     def test_huge_quantity_is_reported_not_raised(self):
         rcs = [rc("kata", overhead={"memory": "1e5000"})]
-        out = checks.check_overhead("n1", rcs, {}, {"memory": "1Gi"}, {})
+        out = overhead(rcs, {}, {"memory": "1Gi"}, {})
         assert [f["check"] for f in out] == ["overhead_unschedulable"]
 
     def test_without_allocatable_nothing_is_judged(self):
         rcs = [rc("kata", overhead={"cpu": "250m"})]
-        assert checks.check_overhead("n1", rcs, {}, None, {"cpu": "900m"}) == []
-        assert checks.check_overhead("n1", rcs, {}, {"memory": "1Gi"}, {"cpu": "900m"}) == []
+        _found, _ran, skipped = checks.run_checks(ctx({"loaded": loaded()}, rcs))
+        assert skipped["overhead_unschedulable"].startswith("node allocatable unknown")
+        assert overhead(rcs, {}, None, {"cpu": "900m"}) == []
+        assert overhead(rcs, {}, {"memory": "1Gi"}, {"cpu": "900m"}) == []
 
     def test_selector_keeps_it_off_the_node(self):
         rcs = [rc("kata", overhead={"cpu": "250m"}, selector={"kata": "yes"})]
-        assert checks.check_overhead("n1", rcs, {"kata": "no"}, {"cpu": "1"}, {"cpu": "900m"}) == []
+        assert overhead(rcs, {"kata": "no"}, {"cpu": "1"}, {"cpu": "900m"}) == []
 
 
 # --- node drift -----------------------------------------------------------------------------
@@ -535,36 +851,39 @@ class TestDrift(object):
 
 class TestReportedNode(object):
     def test_handlers_not_reported(self):
-        checked, out = checks.check_reported_node({"name": "n1", "runtime_handlers": None}, [rc("nvidia")])
+        checked, out, ran, skipped = checks.check_reported_node({"name": "n1", "runtime_handlers": None}, [rc("nvidia")])
         assert checked is False
         assert ids(out) == [("handlers_not_reported", "warning", "n1")]
+        assert skipped["missing_handler"] == "the Node reports no status.runtimeHandlers"
+        assert ran == ["handlers_not_reported"]
 
     def test_handlers_not_reported_can_be_skipped(self):
-        checked, out = checks.check_reported_node({"name": "n1", "runtime_handlers": None}, [rc("nvidia")],
-                                                  skip=["handlers_not_reported"])
-        assert (checked, out) == (False, [])
+        checked, out, _ran, skipped = checks.check_reported_node({"name": "n1", "runtime_handlers": None},
+                                                                 [rc("nvidia")], skip=["handlers_not_reported"])
+        assert (checked, out, skipped["handlers_not_reported"]) == (False, [], "skip_checks")
 
     def test_missing_reported_handler(self):
         node = {"name": "n1", "runtime_handlers": ["", "runc", "nvidia"], "labels": {}}
-        checked, out = checks.check_reported_node(node, [rc("nvidia"), rc("nvidia-cdi")])
+        checked, out, _ran, _skipped = checks.check_reported_node(node, [rc("nvidia"), rc("nvidia-cdi")])
         assert checked is True
         assert ids(out) == [("missing_handler", "error", "nvidia-cdi")]
         assert "status.runtimeHandlers" in out[0]["message"]
-        assert out[0]["evidence"]["suggestion"] == "nvidia"
+        # nvidia-cdi is NVIDIA's handler, and nvidia a RuntimeClass's own: no "did you mean"
+        assert out[0]["evidence"]["suggestion"] is None
 
     def test_empty_default_entry_is_ignored(self):
         node = {"name": "n1", "runtime_handlers": ["", "runc"], "labels": {}}
-        _checked, out = checks.check_reported_node(node, [rc("x", handler="q")])
+        out = checks.check_reported_node(node, [rc("x", handler="q")])[1]
         assert out[0]["evidence"]["suggestion"] is None
-        assert checks.check_reported_node(node, [rc("runc")]) == (True, [])
+        assert checks.check_reported_node(node, [rc("runc")])[:2] == (True, [])
 
     def test_selector_against_node_labels(self):
         node = {"name": "n1", "runtime_handlers": ["runc"], "labels": {"gpu": "false"}}
-        assert checks.check_reported_node(node, [rc("nvidia", selector={"gpu": "true"})]) == (True, [])
+        assert checks.check_reported_node(node, [rc("nvidia", selector={"gpu": "true"})])[:2] == (True, [])
 
     def test_overhead_from_node_allocatable(self):
         node = {"name": "n1", "runtime_handlers": ["runc", "nvidia"], "labels": {}, "allocatable": {"cpu": "1"}}
-        _checked, out = checks.check_reported_node(node, [rc("nvidia", overhead={"cpu": "250m"})], {"cpu": "900m"})
+        out = checks.check_reported_node(node, [rc("nvidia", overhead={"cpu": "250m"})], {"cpu": "900m"})[1]
         assert ids(out) == [("overhead_unschedulable", "error", "nvidia:cpu")]
 
 
@@ -584,18 +903,45 @@ def full_gathered():
 
 class TestCheckNode(object):
     def test_all_checks_together_sorted(self):
-        out = checks.check_node("n1", full_gathered(), [rc("nvidia-typo")], {})
+        # nvidia is the default, so its cgroup mismatch is reachable
+        out, ran, skipped = checks.check_node("n1", full_gathered(), [rc("nvidia-typo")], {})
         assert [f["check"] for f in out] == [
             "cgroup_driver", "missing_handler", "orphan_dropin", "runtime_binary",
             "dead_imports_glob", "default_runtime_blast_radius", "orphan_dropin"]
         assert [f["severity"] for f in out] == ["error"] * 4 + ["warning"] * 3
+        # what could not run says why; nothing is both run and skipped
+        assert skipped == {
+            "restart_pending": "the running view was not gathered (a bare dump, or gather_running=false)",
+            "overhead_unschedulable": "node allocatable unknown (no Node object, no gpurt_node_allocatable)"}
+        assert not set(ran) & set(skipped)
+        assert sorted(ran + list(skipped)) == sorted(checks.check_ids("hosts"))
 
     def test_skip_checks_drop_findings(self):
-        everything = checks.check_node("n1", full_gathered(), [rc("nvidia-typo")], {})
+        everything = checks.check_node("n1", full_gathered(), [rc("nvidia-typo")], {})[0]
         skip = ["orphan_dropin", "runtime_binary"]
-        out = checks.check_node("n1", full_gathered(), [rc("nvidia-typo")], {}, options={"skip_checks": skip})
+        out, ran, skipped = checks.check_node("n1", full_gathered(), [rc("nvidia-typo")], {}, options={"skip_checks": skip})
         assert out == [f for f in everything if f["check"] not in skip]
         assert len(out) == len(everything) - 3
+        assert skipped["orphan_dropin"] == skipped["runtime_binary"] == "skip_checks"
+        assert not set(skip) & set(ran)
+
+    def test_a_bare_dump_skips_what_it_cannot_show(self):
+        _out, ran, skipped = checks.check_node("n1", {"loaded": loaded()}, [rc("nvidia")], {})
+        assert sorted(ran) == ["cdi_disabled", "config_refused", "default_runtime_blast_radius", "missing_handler"]
+        assert skipped["orphan_dropin"] == "the node reported no files (a bare dump has no files)"
+        assert skipped["cgroup_driver"] == "the node reported no kubelet config"
+
+    def test_no_runtimeclass_skips_missing_handler(self):
+        _out, ran, skipped = checks.check_node("n1", {"loaded": loaded()}, [], {})
+        assert "missing_handler" not in ran
+        assert skipped["missing_handler"] == "no RuntimeClass was read: nothing to cross-check"
+
+    def test_a_check_that_breaks_its_declaration_is_a_defect(self, monkeypatch):
+        bad = checks.Check("x_check", ("warning",), "warning", "c", (), lambda ctx: [
+            checks.finding("n1", "x_check", "error", "s", "m", "f")])
+        monkeypatch.setattr(checks, "REGISTRY", (bad,))
+        with pytest.raises(AssertionError, match="x_check produced a error finding"):
+            checks.run_checks(ctx())
 
     def test_unknown_skip_id_raises(self):
         with pytest.raises(ValueError, match="unknown check id.*no_such"):
@@ -604,7 +950,7 @@ class TestCheckNode(object):
         checks.validate_skip(None)
 
     def test_sort_is_stable_under_shuffling(self):
-        everything = checks.check_node("n1", full_gathered(), [rc("nvidia-typo")], {})
+        everything = checks.check_node("n1", full_gathered(), [rc("nvidia-typo")], {})[0]
         more = everything + checks.check_drift({"g": ["a", "b"]}, {"a": ["x"], "b": ["y"]})
         expected = checks.sort_findings(more)
         rng = random.Random(7)
@@ -624,3 +970,47 @@ def test_yaml_typed_label_values_match_string_selectors():
     # An inventory's `gpu: true` / `zone: 1` arrive as bool / int; Kubernetes labels are strings.
     assert checks.selector_matches({"gpu": "true", "zone": "1"}, {"gpu": True, "zone": 1})[0] is True
     assert checks.selector_matches({"gpu": "true"}, {"gpu": False})[0] is False
+
+
+# --- the registry, the formatter --------------------------------------------------------------
+
+def test_every_check_is_declared_once_with_its_needs():
+    assert len(checks.BY_ID) == len(checks.REGISTRY)
+    for check in checks.REGISTRY:
+        assert set(check.needs) <= set(checks.NEEDS), check.id
+        assert set(check.severities) <= set(checks.SEVERITIES), check.id
+        assert (check.run is None) == (check.modes == ("group",)), check.id
+    assert sorted(checks.CHECKS) == sorted(checks.BY_ID)
+
+
+def test_readme_check_table_is_the_registry():
+    import os
+    readme = os.path.join(os.path.dirname(checks.__file__), "..", "..", "README.md")
+    with open(readme) as handle:
+        text = handle.read()
+    start, end = "<!-- checks:start -->\n", "\n<!-- checks:end -->"
+    assert start in text and end in text, "README.md lacks the generated check table markers"
+    assert text[text.index(start) + len(start):text.index(end)] == checks.readme_table(), (
+        "README.md's check table is stale: run python3 tools/readme_checks.py")
+
+
+@pytest.mark.parametrize("text, shown", [
+    ("nvidia\nOK", "nvidia\\nOK"),
+    ("\x1b[31mred\x1b[0m", "\\x1b[31mred\\x1b[0m"),
+    ("a\x00b\x7f\x85c", "a\\x00b\\x7f\\x85c"),
+    ("tab\there\r", "tab\\there\\r"),
+    (u"line\u2028sep\ufffe", "line\\u2028sep\\ufffe"),
+    (u"gr\u00fc\u00df", u"gr\u00fc\u00df"),
+])
+def test_one_line_escapes_every_control_character(text, shown):
+    assert checks.one_line(text) == shown
+    assert "\n" not in checks.one_line(text)
+
+
+def test_a_handler_with_a_newline_never_prints_a_line_of_its_own():
+    out = missing(["runc"], [rc("x", handler="nv\nOK")])
+    assert checks.missing_lines(out) == ["MISSING=nv\\nOK"]
+    line = checks.finding_line(out[0])
+    assert "\n" not in line and line.startswith("ERROR missing_handler: RuntimeClass x asks for handler 'nv\\nOK'")
+    assert line.endswith("(fix: register runtime 'nv\\nOK' in containerd (role gpurt.runtime_gate.containerd_runtime))")
+    assert checks.finding_line(out[0], with_node=True).startswith("n1: ERROR missing_handler: ")

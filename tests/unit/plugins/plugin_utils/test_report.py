@@ -80,10 +80,34 @@ class TestBuild(object):
         built = report.build(entries(), fail_on="error", runtimeclasses=[
             {"name": "nvidia", "handler": "nvidia"}, {"name": "a", "handler": "kata"}])
         assert built["summary"] == {"nodes": 4, "checked": 3, "ok": 1, "with_findings": 2, "not_checked": 1,
-                                    "failing": 2, "findings": {"error": 2, "warning": 2, "info": 1}}
+                                    "failing": 2, "findings": {"error": 2, "warning": 2, "info": 1}, "passed": False}
         assert list(built["nodes"]) == ["down-node", "err-node", "ok-node", "warn-node"]
         assert built["runtimeclasses"] == [("a", "kata"), ("nvidia", "nvidia")]
-        assert built["fail_on"] == "error" and built["mode"] == "hosts" and built["format"] == 1
+        assert built["fail_on"] == "error" and built["mode"] == "hosts" and built["format"] == 2
+        assert built["collection_version"] == "0.1.0" and built["run_failures"] == []
+
+    def test_passed_needs_nodes_and_no_run_failure(self):
+        ok = [report.node_entry("ok-node", [], checks_run=ALL_RUN)]
+        assert report.build(ok)["summary"]["passed"] is True
+        built = report.build(ok, run_failures=["no RuntimeClass was read"])
+        assert built["summary"]["passed"] is False and built["run_failures"] == ["no RuntimeClass was read"]
+        assert report.summary_lines(built, details=False)[-2] == "FAILED: no RuntimeClass was read"
+
+    def test_collection_version_from_an_installed_manifest(self, tmp_path):
+        (tmp_path / "MANIFEST.json").write_text(json.dumps({"collection_info": {"version": "1.2.3"}}))
+        assert report.collection_version(str(tmp_path)) == "1.2.3"
+        (tmp_path / "MANIFEST.json").unlink()
+        (tmp_path / "galaxy.yml").write_text("namespace: gpurt\nversion: '0.9.1'\n")
+        assert report.collection_version(str(tmp_path)) == "0.9.1"
+        (tmp_path / "galaxy.yml").unlink()
+        assert report.collection_version(str(tmp_path)) is None
+
+    def test_node_carries_its_containerd_and_running_view(self):
+        running = {"source": "crictl", "runtimes": ["nvidia", "runc"]}
+        e = report.node_entry("n", [], checks_run=ALL_RUN, node_info={"containerd_version": "2.3.4", "running": running})
+        doc = json.loads(report.to_json(report.build([e])))
+        assert doc["nodes"]["n"]["containerd_version"] == "2.3.4"
+        assert doc["nodes"]["n"]["running"] == running
 
     def test_failing_count_follows_fail_on(self):
         assert report.build(entries("warning"), fail_on="warning")["summary"]["failing"] == 3
@@ -112,6 +136,9 @@ class TestJunit(object):
     def parse(self, built):
         return ET.fromstring(report.to_junit(built).encode("utf-8"))
 
+    def cases(self, suite):
+        return [(c.get("name"), [child.tag for child in c]) for c in suite.findall("testcase")]
+
     def test_structure(self):
         root = self.parse(report.build(entries(), fail_on="error"))
         assert root.tag == "testsuites"
@@ -119,35 +146,51 @@ class TestJunit(object):
         assert sorted(suites) == ["down-node", "err-node", "ok-node", "warn-node"]
         # OK: one passing testcase per check that ran
         ok = suites["ok-node"]
-        assert sorted(c.get("name") for c in ok.findall("testcase")) == sorted(ALL_RUN)
-        assert ok.findall("testcase/failure") == [] and ok.get("failures") == "0"
-        # errors reach fail_on=error: one failure per failing check, lesser findings in system-out
+        assert sorted(self.cases(ok)) == sorted((c, []) for c in ALL_RUN)
+        assert ok.get("failures") == "0"
+        # one testcase per finding: errors reaching fail_on=error fail, lesser ones pass with their text
         err = suites["err-node"]
-        failures = [c for c in err.findall("testcase") if c.find("failure") is not None]
-        assert [c.get("name") for c in failures] == ["missing_handler"]
-        failure = failures[0].find("failure")
-        assert failure.get("type") == "error"
-        assert "kata" in failure.text and "nvidia" in failure.text
-        outs = dict((c.get("name"), c.find("system-out").text) for c in err.findall("testcase")
-                    if c.find("system-out") is not None)
-        assert sorted(outs) == ["cdi_stale_spec", "default_runtime_blast_radius"]
-        assert outs["default_runtime_blast_radius"].startswith("[warning] nvidia:")
-        assert err.get("failures") == "1" and err.get("errors") == "0"
-        # warnings alone do not fail at fail_on=error
+        assert self.cases(err) == [
+            ("[error] missing_handler: kata", ["failure"]),
+            ("[error] missing_handler: nvidia", ["failure"]),
+            ("[warning] default_runtime_blast_radius: nvidia", ["system-out"]),
+            ("[info] cdi_stale_spec: /etc/cdi/x.yaml", ["system-out"]),
+            ("dead_imports_glob", []),
+        ]
+        failure = err.find("testcase/failure")
+        assert failure.get("type") == "error" and "kata" in failure.text and "fix: fix missing_handler" in failure.text
+        outs = [c.find("system-out").text for c in err.findall("testcase") if c.find("system-out") is not None]
+        assert outs[0].startswith("[warning] nvidia:")
+        assert err.get("failures") == "2" and err.get("errors") == "0" and err.get("tests") == "5"
+        # warnings alone do not fail at fail_on=error, but show in the testcase name
+        assert [n for n, _c in self.cases(suites["warn-node"])][0] == "[warning] dead_imports_glob: /etc/c/*.toml"
         assert suites["warn-node"].findall("testcase/failure") == []
         # NOT CHECKED is an error
         down = suites["down-node"]
         assert [e.get("message") for e in down.findall("testcase/error")] == ["down-node: unreachable: ssh timeout"]
         assert down.get("errors") == "1"
-        assert root.get("failures") == "1" and root.get("errors") == "1"
+        assert root.get("failures") == "2" and root.get("errors") == "1"
         assert int(root.get("tests")) == sum(len(s.findall("testcase")) for s in suites.values())
+        props = dict((p.get("name"), p.get("value")) for p in ok.findall("properties/property"))
+        assert props == {"status": "OK", "containerd_version": ""}
+
+    def test_skipped_checks_are_skipped_testcases_never_passes(self):
+        e = report.node_entry("n", [], checks_run=["missing_handler"],
+                              checks_skipped={"cgroup_driver": "kubelet config /k is not YAML: x",
+                                              "orphan_dropin": "skip_checks"})
+        root = self.parse(report.build([e]))
+        suite = root.find("testsuite")
+        assert self.cases(suite) == [("missing_handler", []), ("cgroup_driver", ["skipped"]),
+                                     ("orphan_dropin", ["skipped"])]
+        assert suite.find("testcase/skipped").get("message") == "kubelet config /k is not YAML: x"
+        assert suite.get("skipped") == "2" and root.get("skipped") == "2"
 
     def test_fail_on_warning_turns_warnings_into_failures(self):
         root = self.parse(report.build(entries("warning"), fail_on="warning"))
         suites = dict((s.get("name"), s) for s in root.findall("testsuite"))
         assert [c.get("name") for c in suites["warn-node"].findall("testcase") if c.find("failure") is not None] == [
-            "dead_imports_glob"]
-        assert root.get("failures") == "3"
+            "[warning] dead_imports_glob: /etc/c/*.toml"]
+        assert root.get("failures") == "4"
 
     def test_fail_on_none_has_no_failures_but_keeps_errors(self):
         root = self.parse(report.build(entries("none"), fail_on="none"))
@@ -158,13 +201,71 @@ class TestJunit(object):
         items = [f("n<&>", "missing_handler", "error", 'x"<y>&', message='handler "<b>" & \'q\'\nline two')]
         root = self.parse(report.build([report.node_entry("n<&>", items, checks_run=["missing_handler"])]))
         failure = root.find(".//failure")
-        assert failure.get("message") == 'handler "<b>" & \'q\'\nline two'
+        assert failure.get("message") == 'handler "<b>" & \'q\'\\nline two'
         assert root.find("testsuite").get("name") == "n<&>"
+
+    @pytest.mark.parametrize("text", ["\x1b[31mnvidia\x1b[0m", "a\x00b\x01\x08\x0b\x0c\x7f", "\ud800x",
+                                      u"\ufffe\uffff", "\x85\x9b"])
+    def test_control_bytes_and_ansi_keep_the_xml_valid(self, text):
+        items = [f("n" + text, "missing_handler", "error", text, message="handler %s missing" % text)]
+        e = report.node_entry("n" + text, items, checks_run=["missing_handler"], fail_on="error",
+                              checks_skipped={"cgroup_driver": "kubelet says " + text},
+                              not_checked_reason=None)
+        down = report.node_entry("down" + text, not_checked_reason="unreachable: " + text)
+        xml = report.to_junit(report.build([e, down], run_failures=["no host " + text]))
+        root = ET.fromstring(xml.encode("utf-8"))  # raises on invalid XML
+        assert len(root.findall("testsuite")) == 3
+        assert "\x1b" not in xml and "\x00" not in xml
+
+    def test_run_failures_are_errors(self):
+        root = self.parse(report.build([], run_failures=["no host to judge"]))
+        assert [e.get("message") for e in root.iter("error")] == ["no host to judge"]
+        assert root.get("errors") == "1"
 
     def test_finding_of_a_check_not_in_checks_run_still_appears(self):
         e = report.node_entry("n", [f("n", "node_drift", "warning", "g")], checks_run=["missing_handler"])
         root = self.parse(report.build([e]))
-        assert sorted(c.get("name") for c in root.iter("testcase")) == ["missing_handler", "node_drift"]
+        assert sorted(c.get("name") for c in root.iter("testcase")) == ["[warning] node_drift: g", "missing_handler"]
+
+
+class TestPrometheus(object):
+    def samples(self, text):
+        out = {}
+        for line in text.splitlines():
+            if line.startswith("#"):
+                continue
+            name, value = line.rsplit(" ", 1)
+            out[name] = float(value)
+        return out
+
+    def test_metrics(self):
+        text = report.to_prometheus(report.build(entries(), fail_on="error"))
+        got = self.samples(text)
+        assert got['gpurt_runtime_gate_node_status{node="ok-node",status="ok"}'] == 1
+        assert got['gpurt_runtime_gate_node_status{node="ok-node",status="findings"}'] == 0
+        assert got['gpurt_runtime_gate_node_status{node="down-node",status="not_checked"}'] == 1
+        assert got['gpurt_runtime_gate_node_failing{node="err-node"}'] == 1
+        assert got['gpurt_runtime_gate_node_failing{node="warn-node"}'] == 0
+        assert got['gpurt_runtime_gate_findings{node="err-node",check="missing_handler",severity="error"}'] == 2
+        assert got['gpurt_runtime_gate_findings{node="ok-node",check="missing_handler",severity="error"}'] == 0
+        assert got['gpurt_runtime_gate_findings{node="err-node",check="cdi_stale_spec",severity="warning"}'] == 0
+        # a check that did not run has no findings series (it is not a zero)
+        assert not [k for k in got if 'node="ok-node",check="cgroup_driver"' in k]
+        assert not [k for k in got if "findings{" in k and 'node="down-node"' in k]
+        assert got['gpurt_runtime_gate_nodes{status="not_checked"}'] == 1
+        assert got["gpurt_runtime_gate_run_passed"] == 0
+        assert got['gpurt_runtime_gate_info{version="0.1.0",mode="hosts",fail_on="error"}'] == 1
+        for family in ("node_status", "node_failing", "findings", "check_skipped", "run_passed", "nodes", "info"):
+            assert "# TYPE gpurt_runtime_gate_%s gauge" % family in text
+        assert text.endswith("\n")
+
+    def test_label_values_are_escaped(self):
+        e = report.node_entry('we"ird\\node\n', [], checks_run=["missing_handler"],
+                              checks_skipped={"cgroup_driver": "x"})
+        text = report.to_prometheus(report.build([e]))
+        assert 'node="we\\"ird\\\\node\\\\n"' in text
+        assert 'gpurt_runtime_gate_check_skipped{node="we\\"ird\\\\node\\\\n",check="cgroup_driver"} 1' in text
+        assert len([l for l in text.splitlines() if l.startswith("gpurt_runtime_gate_node_failing")]) == 1
 
 
 class TestSummaryLines(object):
@@ -183,6 +284,5 @@ class TestSummaryLines(object):
         built = report.build(entries(), fail_on="error")
         lines = report.summary_lines(built)
         i = lines.index("warn-node: 1 finding (1 warning)")
-        assert lines[i + 1] == "  [warning] dead_imports_glob: dead_imports_glob on warn-node"
-        assert lines[i + 2] == "      fix: fix dead_imports_glob"
-        assert len(lines) == 5 + 2 * 5
+        assert lines[i + 1] == "  WARNING dead_imports_glob: dead_imports_glob on warn-node (fix: fix dead_imports_glob)"
+        assert len(lines) == 5 + 5
