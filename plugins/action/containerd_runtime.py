@@ -39,6 +39,8 @@ ARGUMENT_SPEC = dict(
     kubelet_config_path=dict(type="str", default="/var/lib/kubelet/config.yaml"),
     timeout=dict(type="int", default=30),
     max_file_bytes=dict(type="int", default=1048576),
+    crictl_bin=dict(type="str", default="crictl"),
+    cri_endpoint=dict(type="str"),
 )
 
 # What the node module takes besides the step's own arguments.
@@ -71,7 +73,8 @@ class ActionModule(ActionBase):
         self._dropin_dirs = sorted(set([opts["dropin_dir"], config_dir + "/conf.d", config_dir + "/config.d"]))
         wanted_binaries = [r.get("binary_name") for r in opts["runtimes"] if isinstance(r, dict) and r.get("binary_name")]
 
-        gathered = self._node(task_vars, "gather", migrate=opts["migrate"], extra_paths=wanted_binaries)
+        gathered = self._node(task_vars, "gather", migrate=opts["migrate"], extra_paths=wanted_binaries,
+                              crictl_bin=opts["crictl_bin"], cri_endpoint=opts["cri_endpoint"])
         if gathered.get("failed") or gathered.get("unreachable"):
             result.update(failed=True, step="gather", msg="%s: cannot gather the node's containerd config, nothing was "
                           "written: %s" % (host, gathered.get("msg", "gather failed")))

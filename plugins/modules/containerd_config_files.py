@@ -99,6 +99,13 @@ options:
       expect_sha256:
         description: The sha256 the file has now; null when it must not exist.
         type: str
+  crictl_bin:
+    description: O(step=gather) - C(crictl), for the running view (a restart that did not happen).
+    type: str
+    default: crictl
+  cri_endpoint:
+    description: O(step=gather) - the CRI endpoint crictl talks to; default from the config's C([grpc] address).
+    type: str
   staged_main:
     description:
       - O(step=stage) - the main config to load from the staging directory; C(@@GPURT_STAGE@@) in it is
@@ -227,6 +234,8 @@ def main():
                 content=dict(type="str"),
                 expect_sha256=dict(type="str"),
             )),
+            crictl_bin=dict(type="str", default="crictl"),
+            cri_endpoint=dict(type="str"),
             staged_main=dict(type="str"),
             expected_sha256=dict(type="str"),
             import_patterns=dict(type="list", elements="str", default=[]),

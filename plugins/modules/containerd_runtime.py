@@ -149,6 +149,16 @@ options:
     description: Config files larger than this are not read; a main config over it is refused.
     type: int
     default: 1048576
+  crictl_bin:
+    description:
+      - C(crictl) on the node, for the running view. When the running containerd lacks a wanted runtime that
+        its loaded config has (a restart that did not happen), the task reports C(changed) so the restart runs.
+        Without crictl, the daemon's start time against the role's own drop-ins is used.
+    type: str
+    default: crictl
+  cri_endpoint:
+    description: The CRI endpoint crictl talks to. Defaults to the config's C([grpc] address).
+    type: str
 extends_documentation_fragment:
   - gpurt.runtime_gate.attributes
   - gpurt.runtime_gate.attributes.action

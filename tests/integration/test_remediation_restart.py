@@ -18,9 +18,11 @@ pytestmark = pytest.mark.integration
 RESTART = """#!/bin/sh
 # Stands in for `systemctl restart containerd` on this scratch daemon.
 set -e
-pid=$(cat "{run}/pid")
-kill "$pid" 2>/dev/null || true
-while kill -0 "$pid" 2>/dev/null; do sleep 0.1; done
+pid=$(cat "{run}/pid" 2>/dev/null || true)
+if [ -n "$pid" ] && [ "$pid" -gt 1 ]; then
+  kill "$pid" 2>/dev/null || true
+  while kill -0 "$pid" 2>/dev/null; do sleep 0.1; done
+fi
 rm -f "{run}/c.sock"
 setsid "{binary}" --config "{config}" >>"{run}/daemon.log" 2>&1 < /dev/null &
 echo $! > "{run}/pid"
@@ -38,7 +40,6 @@ def daemon(tmp_path, containerd, crictl):
         'version = 3\nroot = "{run}/root"\nstate = "{run}/state"\n[grpc]\n  address = "{run}/c.sock"\n'
         '[ttrpc]\n  address = "{run}/c.sock.ttrpc"\n').replace("{run}", run))
     restart = node.write("restart.sh", RESTART.format(run=run, binary=node.binary, config=node.config_path), executable=True)
-    subprocess.run(["sh", "-c", "rm -f %s/pid; echo 0 > %s/pid" % (run, run)], check=True)
     subprocess.run([restart], check=True, timeout=60)
 
     def running():
@@ -52,7 +53,7 @@ def daemon(tmp_path, containerd, crictl):
     finally:
         with open(os.path.join(run, "pid")) as handle:
             pid = int(handle.read().strip() or 0)
-        if pid:
+        if pid > 1:
             try:
                 os.kill(pid, signal.SIGTERM)
                 for _unused in range(100):
