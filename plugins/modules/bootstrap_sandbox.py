@@ -68,14 +68,14 @@ options:
     default: "2"
   containerd_bins:
     description:
-      - Binaries by release, for example C({"1": "/opt/containerd-1.7/bin/containerd", "2": "/opt/containerd-2.1/bin/containerd",
-        "2.3": "/opt/containerd-2.3/bin/containerd"}). The C(M.m) entry of O(containerd_version) wins, then its
-        major's entry, then C(containerd) in the controller's C(PATH).
+      - Containerd binaries by release; the keys are V(1), V(2), or a release such as V(2.3), the values paths on the
+        controller (see the example). The C(M.m) entry of O(containerd_version) wins, then its major's entry, then
+        C(containerd) in the controller's C(PATH).
       - The binary's C(--version) must match O(containerd_version) (its major, and its minor when one is given).
     type: dict
     default: {}
   name:
-    description: The name the result lines carry (C(<name>: NOT VALIDATED: <reason>)).
+    description: "The name the result lines carry: C(<name>: NOT VALIDATED: <reason>)."
     type: str
     default: bootstrap
 extends_documentation_fragment:
@@ -99,7 +99,9 @@ EXAMPLES = r"""
     userdata: user-data.txt
     containerd_version: "2.1"
     containerd_bins:
+      "1": /opt/containerd-1.7/bin/containerd
       "2": /opt/containerd-2.1/bin/containerd
+      "2.3": /opt/containerd-2.3/bin/containerd
   register: sandbox
 
 - name: Load it with that containerd

@@ -49,7 +49,7 @@ def problems(python_version, python_path, ansible_version, toml_reader):
     if _numbers(ansible_version)[:2] < MIN_ANSIBLE:
         out.append("gpurt.runtime_gate needs ansible-core %s+ (meta/runtime.yml); %s"
                    % (_dotted(MIN_ANSIBLE), found))
-    if toml_reader is None:
+    if toml_reader is None and tuple(python_version[:2]) >= MIN_PYTHON:
         out.append("%s; %s, without tomli" % (toml_document.MISSING_READER, found))
     return out
 

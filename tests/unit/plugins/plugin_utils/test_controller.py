@@ -23,7 +23,7 @@ def test_python_39_with_ansible_215_is_told_what_it_needs():
     assert found[0] == ("gpurt.runtime_gate needs Python 3.10+ on the controller (ansible-core 2.16 needs it too); "
                         "this controller runs Python 3.9.18 (/opt/py39/bin/python) with ansible-core 2.15.13")
     assert found[1].startswith("gpurt.runtime_gate needs ansible-core 2.16+ (meta/runtime.yml)")
-    assert found[2].startswith(toml_document.MISSING_READER) and found[2].endswith("without tomli")
+    assert len(found) == 2  # no advice about tomli for a Python that cannot run ansible-core 2.16 anyway
 
 
 def test_python_310_without_tomli_is_told_to_install_it():
