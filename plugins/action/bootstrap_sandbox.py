@@ -84,7 +84,7 @@ class ActionModule(ActionBase):
             files=written,
             unevaluated=unevaluated,
             config_path=config,
-            config_written=any(w["path"] == config_path for w in written),
+            config_written=any(os.path.normpath(w["path"]) == config_path for w in written),
             dropin_dirs=[os.path.join(os.path.dirname(config), d) for d in ("conf.d", "config.d")],
             kubelet_config_path=bootstrap.sandbox_path(args["root"], args["kubelet_config_path"]),
             containerd_bin=containerd["path"],

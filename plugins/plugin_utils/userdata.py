@@ -28,9 +28,9 @@ import io
 import re
 import shlex
 
-# The largest user-data this reads (decompressed): EC2 caps user-data at 16 KiB, cloud-init
-# images rarely carry more than a few hundred KiB.
-MAX_BYTES = 4 * 1024 * 1024
+# The largest user-data this reads (decompressed): EC2 caps user-data at 16 KiB before gzip,
+# Azure custom data at 64 KiB, GCE metadata values at 256 KiB.
+MAX_BYTES = 1024 * 1024
 
 _HEREDOC = re.compile(
     r"^[ \t]*(?P<cmd>[^\n]*?)<<(?P<dash>-?)[ \t]*(?P<q>['\"]?)(?P<tag>[A-Za-z_][A-Za-z0-9_]*)(?P=q)(?P<rest>[^\n]*)\n",
@@ -51,7 +51,9 @@ _PACKAGE_MANAGERS = ("apt", "apt-get", "yum", "dnf", "zypper", "apk", "tdnf", "m
 _READ_ONLY = ("mkdir", "chmod", "chown", "chgrp", "ls", "stat", "test", "[", "[[", "cat", "echo", "printf",
               "grep", "head", "tail", "diff", "cmp", "sha256sum", "md5sum", "file", "readlink", "realpath",
               "systemctl", "containerd")
-_PREFIX_WORDS = ("sudo", "env", "exec", "command", "nohup", "time", "builtin")
+# Words before the command proper: wrappers and the shell keywords that open a compound command.
+_PREFIX_WORDS = ("sudo", "env", "exec", "command", "nohup", "time", "builtin",
+                 "if", "then", "else", "elif", "while", "until", "do", "!", "{", "(")
 _TEMPLATE_HEADER = re.compile(r"^##\s*template:\s*jinja\b", re.IGNORECASE)
 
 
@@ -167,8 +169,28 @@ def _logical_lines(text):
 
 
 def _simple_commands(line):
-    """A line split at ;, &&, || and | (outside quotes, roughly: quotes are kept whole)."""
-    parts = re.split(r"""(?:&&|\|\||[;|])(?=(?:[^'"]|'[^']*'|"[^"]*")*$)""", line)
+    """A line split at ;, &&, || and | outside quotes (one pass: lines can be long)."""
+    parts = []
+    current = []
+    quote = None
+    index = 0
+    while index < len(line):
+        char = line[index]
+        if quote:
+            if char == quote:
+                quote = None
+        elif char in "'\"":
+            quote = char
+        elif char == ";" or char == "|" or line.startswith("&&", index):
+            parts.append("".join(current))
+            current = []
+            if line.startswith(("&&", "||"), index):
+                index += 1
+            index += 1
+            continue
+        current.append(char)
+        index += 1
+    parts.append("".join(current))
     return [p.strip() for p in parts if p.strip()]
 
 

@@ -133,6 +133,8 @@ def test_sandbox_rebases_absolute_imports_only(tmp_path):
     "apt-get install -y containerd.io",
     "dnf install -y containerd",
     "FOO=1 sudo crudini --set /etc/containerd/config.toml x y z",
+    "if [ ! -f /etc/containerd/config.toml ]; then containerd config default > /etc/containerd/config.toml; fi",
+    "for f in /etc/containerd/conf.d/*.toml; do sed -i s/runc/nvidia/ $f; done",
 ])
 def test_commands_that_change_the_watched_files_are_not_evaluated(line):
     found = userdata.read("#!/bin/sh\nset -e\n%s\n" % line)
@@ -151,6 +153,8 @@ def test_commands_that_change_the_watched_files_are_not_evaluated(line):
     "containerd --version 2>/dev/null",
     "apt-get install -y nvidia-driver-550",
     "grep -q nvidia /etc/containerd/config.toml && echo ok",
+    "if [ -f /etc/containerd/config.toml ]; then echo present; fi",
+    "if grep -q nvidia /etc/containerd/config.toml; then systemctl restart containerd; fi",
 ])
 def test_commands_that_leave_the_watched_files_alone(line):
     found = userdata.read("#!/bin/sh\n%s\n" % line)
