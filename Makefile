@@ -26,7 +26,7 @@ UNSUPPORTED_VENV ?= $(GPURT_CACHE)/controllers/core-2.15-python3.9
 # tarball run by FQCN, on the oldest controller.
 OLDEST_TESTS := tests/integration/test_audit_playbook.py tests/integration/test_validate_bootstrap.py \
 	tests/integration/test_release.py -k "test_demo_inventory or per_node_verdicts or listed_once \
-	or good_template_on_2x or live_cluster or nodeadm or by_fqcn or controller"
+	or good_template_on_2x or against_a_live_cluster or nodeadm or by_fqcn or controller"
 
 .PHONY: setup shared-binaries demo test test-oldest unit integration sanity lint bench build clean
 
