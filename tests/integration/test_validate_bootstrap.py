@@ -146,7 +146,7 @@ def test_commands_it_does_not_run_are_not_validated_with_each_reason(containerd)
 
 
 def test_drop_ins_without_the_main_config_are_not_validated_until_the_image_config_is_known(containerd, tmp_path):
-    dropin_only = dict(template_vars(), bootstrap_vars={"containerd_major": 2, "gpu_runtime_name": "nvidia"})
+    dropin_only = template_vars(bootstrap_vars={"containerd_major": 2, "gpu_runtime_name": "nvidia"})
     del dropin_only["bootstrap_template"]
     result = run(containerd, **dropin_only)
     assert result.rc == 2, result

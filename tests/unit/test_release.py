@@ -100,7 +100,6 @@ def test_the_oldest_controller_ci_runs_is_the_floor_the_collection_claims():
 
 
 @pytest.mark.parametrize("name", ["Makefile", "pytest.ini", ".ansible-lint", "ansible.cfg", "benchmarks",
-                                  "requirements-*.txt", "tests/output", ".ci", "tools", "tests/unit",
-                                  "tests/integration", "tests/lib", "inventory"])
+                                  "requirements-*.txt", ".ci", "tools", "tests", "inventory"])
 def test_build_ignore_names_the_development_files(name):
     assert name in GALAXY["build_ignore"]
