@@ -9,7 +9,27 @@ GPURT_CACHE ?= $(HOME)/.cache/gpurt-runtime-gate
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: setup shared-binaries demo test unit integration sanity lint bench build clean
+# The oldest controller the collection claims (requirements-oldest.txt) on Python 3.10, and an
+# unsupported one (ansible-core 2.15 on Python 3.9) that must fail at play start saying why. Their
+# venvs are shared between clones like the binaries. Without a python3.10 the oldest ansible-core
+# runs on $(PYTHON) (it supports 3.10-3.12); without a python3.9 that test skips, saying so.
+# (A pyenv shim can exist without its version active, so each candidate must run.)
+find_python = $(shell for p in $(HOME)/.pyenv/versions/$(1).*/bin/python$(1) $$(command -v python$(1)); do \
+	"$$p" -c 'import sys; sys.exit(sys.version_info[:2] != ($(subst .,$(comma),$(1))))' 2>/dev/null && { echo "$$p"; break; }; done)
+comma := ,
+OLDEST_PYTHON ?= $(or $(call find_python,3.10),$(PYTHON))
+UNSUPPORTED_PYTHON ?= $(call find_python,3.9)
+OLDEST_CORE := $(shell sed -n 's/^ansible-core==//p' requirements-oldest.txt)
+OLDEST_VENV ?= $(GPURT_CACHE)/controllers/core-$(OLDEST_CORE)-$(notdir $(OLDEST_PYTHON))
+UNSUPPORTED_VENV ?= $(GPURT_CACHE)/controllers/core-2.15-python3.9
+# The demo audit, the audit and bootstrap playbooks (cluster listing included), the remediation role
+# (check mode, write, idempotence; tomlkit), and the installed tarball run by FQCN, on the oldest controller.
+OLDEST_TESTS := tests/integration/test_audit_playbook.py tests/integration/test_validate_bootstrap.py \
+	tests/integration/test_containerd_runtime_role.py \
+	tests/integration/test_release.py -k "test_demo_inventory or per_node_verdicts or listed_once \
+	or good_template_on_2x or against_a_live_cluster or nodeadm or by_fqcn or controller or idempotent or comments_and_layout"
+
+.PHONY: setup shared-binaries demo test test-oldest unit integration sanity lint bench build clean
 
 setup: $(VENV)/.installed .cache/containerd/2.1/containerd shared-binaries .collections/ansible_collections/gpurt/runtime_gate
 
@@ -57,6 +77,28 @@ lint: setup
 test: setup
 	$(BIN)/pytest -q tests
 	$(MAKE) --no-print-directory sanity
+	$(MAKE) --no-print-directory test-oldest
+
+$(OLDEST_VENV)/.installed: requirements-oldest.txt
+	@test -n "$(OLDEST_PYTHON)" || { echo "no Python for ansible-core $(OLDEST_CORE)" >&2; exit 1; }
+	rm -rf $(OLDEST_VENV)
+	$(OLDEST_PYTHON) -m venv $(OLDEST_VENV)
+	$(OLDEST_VENV)/bin/pip install -q -r requirements-oldest.txt
+	touch $@
+
+$(UNSUPPORTED_VENV)/.installed:
+	rm -rf $(UNSUPPORTED_VENV)
+	$(UNSUPPORTED_PYTHON) -m venv $(UNSUPPORTED_VENV)
+	$(UNSUPPORTED_VENV)/bin/pip install -q 'ansible-core>=2.15,<2.16'
+	touch $@
+
+# The playbook tests again, driven by the oldest controller claimed (GPURT_ANSIBLE_BIN).
+test-oldest: setup $(OLDEST_VENV)/.installed $(if $(UNSUPPORTED_PYTHON),$(UNSUPPORTED_VENV)/.installed)
+	@echo "== ansible-core $(OLDEST_CORE) on $$($(OLDEST_VENV)/bin/python --version)"
+	GPURT_ANSIBLE_BIN=$(OLDEST_VENV)/bin \
+	GPURT_EXPECT_CONTROLLER="$(OLDEST_CORE) $$($(OLDEST_VENV)/bin/python -c 'import sys; print("%d.%d" % sys.version_info[:2])')" \
+	GPURT_UNSUPPORTED_ANSIBLE_BIN=$(if $(UNSUPPORTED_PYTHON),$(UNSUPPORTED_VENV)/bin) \
+	  $(BIN)/pytest -q -p no:cacheprovider $(OLDEST_TESTS)
 
 bench: setup
 	$(BIN)/python benchmarks/audit_scale.py

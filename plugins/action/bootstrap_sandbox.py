@@ -1,7 +1,9 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, gpurt.runtime_gate developers
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Write a node bootstrap's files into a sandbox directory on the controller."""
+"""Write a node bootstrap's files into a sandbox directory on the controller and pick the
+containerd binary of the node group's release; fail NOT VALIDATED where the bootstrap cannot be
+evaluated."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -15,13 +17,26 @@ from ansible.plugins.action import ActionBase
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import bootstrap
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import userdata as userdata_utils
 
+NOT_VALIDATED = "NOT VALIDATED"
 ARGUMENT_SPEC = dict(
     root=dict(type="path", required=True),
     files=dict(type="list", elements="dict", default=[]),
     userdata=dict(type="path"),
+    image_config=dict(type="str"),
     config_path=dict(type="str", default="/etc/containerd/config.toml"),
     kubelet_config_path=dict(type="str", default="/var/lib/kubelet/config.yaml"),
+    containerd_version=dict(type="str", default="2"),
+    containerd_bins=dict(type="dict", default={}),
+    name=dict(type="str", default="bootstrap"),
 )
+
+
+def _read(path, what):
+    try:
+        with open(path, "rb") as handle:
+            return handle.read()
+    except (IOError, OSError) as exc:
+        raise AnsibleActionFail("cannot read %s %s: %s" % (what, path, exc.strerror or exc))
 
 
 class ActionModule(ActionBase):
@@ -31,35 +46,53 @@ class ActionModule(ActionBase):
 
     def run(self, tmp=None, task_vars=None):
         result = super(ActionModule, self).run(tmp, task_vars)
-        _validation, args = self.validate_argument_spec(
-            argument_spec=ARGUMENT_SPEC, required_one_of=[["files", "userdata"]])
-        notes = []
+        _validation, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
+        config_path = os.path.normpath(args["config_path"])
         files = []
+        unevaluated = []
         try:
+            containerd = bootstrap.pick_containerd(bootstrap.parse_release(args["containerd_version"]),
+                                                   args["containerd_bins"])
+            if args["image_config"] and args["image_config"] != "none":
+                files.append({"path": config_path, "origin": "image config %s" % args["image_config"],
+                              "content": _read(args["image_config"], "image config").decode("utf-8", "surrogateescape")})
             for index, entry in enumerate(args["files"]):
                 if not entry.get("path") or "content" not in entry:
                     raise AnsibleActionFail("files entry #%d needs path and content" % (index + 1))
                 files.append({"path": entry["path"], "content": entry["content"], "origin": entry.get("origin", "template")})
             if args["userdata"]:
-                with open(args["userdata"], "rb") as handle:
-                    found, notes = userdata_utils.files_written(handle.read())
-                files.extend(found.values())
+                watched = (os.path.dirname(config_path) + "/", os.path.normpath(args["kubelet_config_path"]))
+                found = userdata_utils.read(_read(args["userdata"], "user-data"), watched)
+                files.extend(found.files.values())
+                unevaluated.extend(found.unevaluated)
+            # (Said only alone: a part that was not evaluated is the reason then.)
+            if not unevaluated and not args["image_config"] and not any(os.path.normpath(f["path"]) == config_path for f in files):
+                unevaluated.append(
+                    "the bootstrap writes no %s: the node runs the one its image ships, unknown here (set "
+                    "gpurt_bootstrap_image_config to that file, or to 'none' when the image has none and containerd "
+                    "runs on its defaults)" % config_path)
             # The sandbox is scratch space on the controller, not a managed node: written in check mode too.
-            written = bootstrap.write_sandbox(files, args["root"], os.path.dirname(args["config_path"]))
-            config = bootstrap.sandbox_path(args["root"], args["config_path"])
-            kubelet = bootstrap.sandbox_path(args["root"], args["kubelet_config_path"])
+            written = bootstrap.write_sandbox(files, args["root"], os.path.dirname(config_path))
         except (IOError, OSError) as exc:
-            raise AnsibleActionFail("cannot read or write bootstrap files: %s" % exc)
+            raise AnsibleActionFail("cannot write the sandbox: %s" % exc)
         except (userdata_utils.UserDataError, bootstrap.SandboxError) as exc:
             raise AnsibleActionFail(str(exc))
+        config = bootstrap.sandbox_path(args["root"], config_path)
         result.update(
             changed=False,
             root=args["root"],
             files=written,
-            notes=notes,
+            unevaluated=unevaluated,
             config_path=config,
-            config_written=any(w["path"] == os.path.normpath(args["config_path"]) for w in written),
+            config_written=any(os.path.normpath(w["path"]) == config_path for w in written),
             dropin_dirs=[os.path.join(os.path.dirname(config), d) for d in ("conf.d", "config.d")],
-            kubelet_config_path=kubelet,
+            kubelet_config_path=bootstrap.sandbox_path(args["root"], args["kubelet_config_path"]),
+            containerd_bin=containerd["path"],
+            containerd_version=containerd["version"],
+            containerd_source=containerd["source"],
         )
+        if unevaluated:
+            # Fail closed: a verdict on what was reproduced would stand in for what was not.
+            lines = ["%s: %s: %s" % (args["name"], NOT_VALIDATED, reason) for reason in unevaluated]
+            result.update(failed=True, msg="\n".join(lines), gpurt_summary_lines=lines)
         return result

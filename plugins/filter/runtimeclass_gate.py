@@ -9,6 +9,7 @@ __metaclass__ = type
 
 DOCUMENTATION = r"""
 name: runtimeclass_gate
+version_added: 0.1.0
 short_description: Judge whether RuntimeClasses are safe to write, against every Node of the cluster
 description:
   - For each desired RuntimeClass, the Nodes it can select - its C(nodeSelector) matches their labels

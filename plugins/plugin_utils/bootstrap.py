@@ -2,15 +2,20 @@
 # Copyright: (c) 2026, gpurt.runtime_gate developers
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Lay a node bootstrap's files out in a sandbox directory on the controller, so a real
-containerd binary can load them before any node boots."""
+containerd binary of the node group's release can load them before any node boots."""
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
 import os
+import re
 
+from ansible_collections.gpurt.runtime_gate.plugins.module_utils import containerd_gather
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import toml_document
+
+BINS_VARIABLE = "gpurt_bootstrap_containerd_bins"
+VERSION_TIMEOUT = 20
 
 
 class SandboxError(ValueError):
@@ -57,8 +62,57 @@ def write_sandbox(files, root, containerd_dir="/etc/containerd"):
         directory = os.path.dirname(target)
         if not os.path.isdir(directory):
             os.makedirs(directory)
-        with open(target, "w") as handle:
+        # Byte for byte: a file that is not UTF-8 reaches containerd as the node would have it.
+        with open(target, "w", encoding="utf-8", errors="surrogateescape") as handle:
             handle.write(content)
         written.append({"path": path, "sandbox_path": target, "imports_rebased": rebased,
                         "origin": entry.get("origin", "template")})
     return written
+
+
+def parse_release(value):
+    """(major, minor or None) of a node group's containerd: 2, '2', '2.3', 'v2.3.4'."""
+    match = re.match(r"^v?(\d+)(?:\.(\d+))?(?:\.\d+)?$", str(value).strip())
+    if not match or int(match.group(1)) not in (1, 2):
+        raise SandboxError("the node group's containerd must be 1 or 2, or a release such as 1.7 or 2.3; got %r"
+                           % (value,))
+    return int(match.group(1)), (int(match.group(2)) if match.group(2) is not None else None)
+
+
+def pick_containerd(release, bins=None, timeout=VERSION_TIMEOUT):
+    """The containerd binary to load a node group's files with, and what it is.
+
+    release: the node group's (major, minor-or-None). bins maps "1", "2" or "M.m" to a binary:
+    the "M.m" entry wins, then the "M" entry, then `containerd` in the controller's PATH. The
+    binary's own --version must be of that major (and minor, when one is given): a 2.1 binary
+    would load a 2.3 node group's files by rules that node does not follow."""
+    major, minor = release
+    wanted = "%d.%d" % (major, minor) if minor is not None else "%d" % major
+    bins = dict((str(k), v) for k, v in (bins or {}).items())
+    for key in bins:
+        parse_release(key)
+    if minor is not None and wanted in bins:
+        source, name = "%s[%r]" % (BINS_VARIABLE, wanted), bins[wanted]
+    elif str(major) in bins:
+        source, name = "%s[%r]" % (BINS_VARIABLE, str(major)), bins[str(major)]
+    else:
+        source, name = "PATH", "containerd"
+    if not name or not isinstance(name, str):
+        raise SandboxError("%s is empty" % source)
+    try:
+        binary = containerd_gather.find_binary(os.path.expanduser(name))
+        if not os.access(binary, os.X_OK):
+            raise containerd_gather.GatherError("%s is not executable" % binary)
+        proc = containerd_gather.start([binary, "--version"])
+        version_output, version, got_major, got_minor = containerd_gather.containerd_version(binary, proc, timeout)
+    except containerd_gather.GatherError as exc:
+        raise SandboxError("no containerd %s binary to load the bootstrap with (%s: %s): set %s, e.g. "
+                           "{\"1\": \"/opt/containerd-1.7/bin/containerd\", \"2\": \"/opt/containerd-2.1/bin/containerd\"}"
+                           % (wanted, source, exc, BINS_VARIABLE))
+    if version_output.split()[:1] != ["containerd"]:
+        raise SandboxError("%s (%s) is not containerd: its --version says %r" % (source, binary, version_output[:200]))
+    if got_major != major or (minor is not None and got_minor != minor):
+        raise SandboxError("the node group runs containerd %s, but %s is containerd %s (%s): set %s[%r] to a "
+                           "containerd %s binary" % (wanted, source, version, binary, BINS_VARIABLE, wanted, wanted))
+    return {"path": binary, "version": version, "major": got_major, "minor": got_minor,
+            "version_output": version_output, "source": source}

@@ -3,9 +3,11 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """TOML in and out, on the controller.
 
-Reading uses the standard library's tomllib (Python 3.11+, the controller's
-minimum). Writing needs no library: containerd configs use tables, strings,
-integers, floats, booleans and arrays, which is what ``dumps`` emits.
+Reading uses the standard library's tomllib (Python 3.11+), else the ``tomli``
+package it was taken from (``requirements.txt`` installs it on Python 3.10, the
+oldest controller ansible-core 2.16 runs on). Writing needs no library: containerd
+configs use tables, strings, integers, floats, booleans and arrays, which is what
+``dumps`` emits.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -18,8 +20,24 @@ import re
 
 try:
     import tomllib
-except ImportError:  # pragma: no cover - only on a controller older than 3.11
-    tomllib = None
+except ImportError:  # Python 3.10: the same parser, from PyPI
+    try:
+        import tomli as tomllib
+    except ImportError:
+        tomllib = None
+
+# What a controller without a TOML reader is told, at play start and wherever TOML is parsed.
+MISSING_READER = ("gpurt.runtime_gate needs Python 3.11+ on the controller, or Python 3.10 with the tomli package "
+                  "(pip install 'tomli>=1.1', listed in the collection's requirements.txt)")
+
+
+def reader_name():
+    """'tomllib', 'tomli X.Y.Z', or None when neither can be imported."""
+    if tomllib is None:
+        return None
+    if tomllib.__name__ == "tomllib":
+        return "tomllib"
+    return ("tomli %s" % getattr(tomllib, "__version__", "")).strip()
 
 
 class TomlError(ValueError):
@@ -29,7 +47,7 @@ class TomlError(ValueError):
 def loads(text, source="config"):
     """Parse TOML text; raise TomlError naming the source and position on bad input."""
     if tomllib is None:
-        raise TomlError("parsing TOML needs Python 3.11+ (tomllib) on the controller")
+        raise TomlError(MISSING_READER)
     if isinstance(text, bytes):
         try:
             text = text.decode("utf-8")

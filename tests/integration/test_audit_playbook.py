@@ -1,7 +1,7 @@
 """Issue 2 end to end: the real containerd 1.6 / 1.7 / 2.1 binaries on configs with drop-ins and
 imports, the real ansible-playbook audit over a multi-node local inventory, the RuntimeClasses
 from the loopback stand-in apiserver (listed once per play), the one-file contract, the demo
-inventory, and the built collection tarball."""
+inventory. The built collection tarball: tests/integration/test_release.py."""
 import glob
 import hashlib
 import json
@@ -411,32 +411,6 @@ def test_demo_inventory(tmp_path):
                          "gpu-v3-oldname: 4 findings (3 error, 1 warning)"], lines
     assert "MISSING=nvida" in result.text and "did you mean 'nvidia'" in result.text
     assert result.changed() == 0
-
-
-def test_built_tarball_installs_and_runs_by_fqcn(tmp_path, containerd):
-    bin_dir = os.path.dirname(sys.executable)
-    # Only the installed copy may be found: no repo ansible.cfg, no .collections symlink.
-    (tmp_path / "ansible.cfg").write_text("[defaults]\n")
-    env = ansible_run.env({"ANSIBLE_COLLECTIONS_PATH": str(tmp_path / "collections"),
-                           "ANSIBLE_CONFIG": str(tmp_path / "ansible.cfg")})
-    subprocess.run([os.path.join(bin_dir, "ansible-galaxy"), "collection", "build", REPO, "--output-path",
-                    str(tmp_path)], check=True, env=env, stdout=subprocess.PIPE)
-    tarball = glob.glob(str(tmp_path / "gpurt-runtime_gate-*.tar.gz"))
-    assert len(tarball) == 1
-    subprocess.run([os.path.join(bin_dir, "ansible-galaxy"), "collection", "install", tarball[0], "-p",
-                    str(tmp_path / "collections")], check=True, env=env, stdout=subprocess.PIPE)
-    installed = tmp_path / "collections" / "ansible_collections" / "gpurt" / "runtime_gate"
-    assert (installed / "plugins" / "modules" / "containerd_config_info.py").is_file()
-    assert not (installed / ".collections").exists() and not (installed / "tests" / "output").exists()
-    config = tmp_path / "config.toml"
-    config.write_text('version = 3\n')
-    proc = subprocess.run([os.path.join(bin_dir, "ansible"), "localhost", "-i", "localhost,", "-c", "local",
-                           "-e", "ansible_python_interpreter=%s" % sys.executable,
-                           "-m", "gpurt.runtime_gate.containerd_config_info",
-                           "-a", "containerd_bin=%s config_path=%s" % (containerd["2.1"], config)],
-                          env=env, check=False, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "runc" in proc.stdout
 
 
 def _python38():

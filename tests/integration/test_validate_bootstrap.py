@@ -26,9 +26,16 @@ def template_vars(**extra):
     return base
 
 
-def run(containerd, **extra_vars):
-    extra_vars.setdefault("bootstrap_containerd_dir", os.path.dirname(os.path.dirname(containerd["2.1"])))
-    return ansible_run.playbook(PLAYBOOK, "localhost,", extra_vars)
+def bins(containerd, **extra):
+    """gpurt_bootstrap_containerd_bins for the test binaries (1.7 and 2.1, plus what extra adds)."""
+    found = {"1": containerd["1.7"], "2": containerd["2.1"]}
+    found.update(extra)
+    return found
+
+
+def run(containerd, extra_env=None, **extra_vars):
+    extra_vars.setdefault("gpurt_bootstrap_containerd_bins", bins(containerd))
+    return ansible_run.playbook(PLAYBOOK, "localhost,", extra_vars, extra_env=extra_env)
 
 
 def test_good_template_on_2x_is_ok(containerd):
@@ -112,3 +119,98 @@ def test_no_source_is_a_clear_error(containerd):
     result = run(containerd, runtimeclasses=RUNTIMECLASS)
     assert result.rc == 2
     assert "pass -e bootstrap_template=FILE" in result.text
+
+
+# --- NOT VALIDATED: what the sandbox cannot reproduce gets no verdict, and fails ----------------
+
+def test_eks_nodeadm_node_config_is_not_validated(containerd):
+    result = run(containerd, bootstrap_userdata=os.path.join(FIXTURES, "user-data-eks-nodeadm.txt"),
+                 runtimeclasses=RUNTIMECLASS)
+    assert result.rc == 2, result
+    lines = result.gate_lines()
+    assert lines == ["bootstrap: NOT VALIDATED: an EKS nodeadm NodeConfig: nodeadm renders /etc/containerd/config.toml "
+                     "at boot from its own template (merging spec.containerd.config), which is not reproduced here"], lines
+    # No verdict in its place: containerd's defaults were never loaded or judged.
+    assert "Load the bootstrap's config" not in result.out and "OK" not in lines
+
+
+def test_commands_it_does_not_run_are_not_validated_with_each_reason(containerd):
+    result = run(containerd, bootstrap_userdata=os.path.join(FIXTURES, "user-data-generated.sh"),
+                 runtimeclasses=RUNTIMECLASS)
+    assert result.rc == 2, result
+    assert result.gate_lines() == [
+        "bootstrap: NOT VALIDATED: command not run: containerd config default > /etc/containerd/config.toml "
+        "(containerd config default/migrate)",
+        "bootstrap: NOT VALIDATED: command not run: sed -i 's/SystemdCgroup = false/SystemdCgroup = true/' "
+        "/etc/containerd/config.toml",
+        "bootstrap: NOT VALIDATED: command not run: nvidia-ctk runtime configure --runtime=containerd "
+        "--set-as-default (nvidia-ctk runtime configure)",
+    ], result.gate_lines()
+    assert "Load the bootstrap's config" not in result.out
+
+
+def test_drop_ins_without_the_main_config_are_not_validated_until_the_image_config_is_known(containerd, tmp_path):
+    dropin_only = template_vars(bootstrap_vars={"containerd_major": 2, "gpu_runtime_name": "nvidia"})
+    del dropin_only["bootstrap_template"]
+    result = run(containerd, **dropin_only)
+    assert result.rc == 2, result
+    assert result.gate_lines() == [
+        "bootstrap: NOT VALIDATED: the bootstrap writes no /etc/containerd/config.toml: the node runs the one its "
+        "image ships, unknown here (set gpurt_bootstrap_image_config to that file, or to 'none' when the image has "
+        "none and containerd runs on its defaults)"], result.gate_lines()
+    image_config = tmp_path / "image-config.toml"
+    image_config.write_text('version = 3\nimports = ["/etc/containerd/conf.d/*.toml"]\n')
+    result = run(containerd, gpurt_bootstrap_image_config=str(image_config), **dropin_only)
+    assert result.rc == 0, result
+    assert result.gate_lines() == ["bootstrap: OK"]
+
+
+# --- the containerd binary: a documented variable per release, then PATH ------------------------
+
+def test_binary_from_path_when_no_variable_names_one(containerd, tmp_path):
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    os.symlink(containerd["2.1"], str(bin_dir / "containerd"))
+    env = {"PATH": str(bin_dir) + os.pathsep + ansible_run.env()["PATH"]}
+    result = run(containerd, extra_env=env, gpurt_bootstrap_containerd_bins={}, **template_vars())
+    assert result.rc == 0, result
+    assert result.gate_lines() == ["bootstrap: OK"]
+    assert "containerd 2.1.9" in result.out  # the task title names the release that loaded it
+
+
+def test_no_binary_is_a_clear_error_that_names_the_variable(containerd, tmp_path):
+    env = {"PATH": ansible_run.BIN + os.pathsep + "/usr/bin:/bin"}
+    assert not any(os.access(os.path.join(d, "containerd"), os.X_OK) for d in env["PATH"].split(os.pathsep))
+    result = run(containerd, extra_env=env, gpurt_bootstrap_containerd_bins={}, **template_vars())
+    assert result.rc == 2, result
+    assert "no containerd 2 binary to load the bootstrap with (PATH: containerd binary 'containerd' not found" in result.text
+    assert "set gpurt_bootstrap_containerd_bins" in result.text
+    assert "make setup" not in result.text and "Traceback" not in result.text
+
+
+def test_binary_of_another_release_is_refused(containerd):
+    result = run(containerd, gpurt_bootstrap_containerd_bins={"2": containerd["1.7"]}, **template_vars())
+    assert result.rc == 2, result
+    assert ("the node group runs containerd 2, but gpurt_bootstrap_containerd_bins['2'] is containerd 1.7.24"
+            in result.text), result
+
+
+def test_containerd_23_node_group_loads_config_version_4(containerd, containerd_23):
+    result = run(containerd, gpurt_bootstrap_containerd_version="2.3",
+                 gpurt_bootstrap_containerd_bins=bins(containerd, **{"2.3": containerd_23}),
+                 **template_vars(bootstrap_vars={"containerd_major": 2, "gpu_runtime_name": "nvidia",
+                                                 "config_version": 4}))
+    assert result.rc == 0, result
+    assert result.gate_lines() == ["bootstrap: OK"]
+    assert "containerd 2.3.4" in result.out
+
+
+def test_containerd_23_refuses_a_drop_in_above_the_root_version(containerd, containerd_23):
+    # Measured: 2.1.9 loads these files; 2.3.4 exits 1, so a 2.3 node would not start containerd.
+    result = run(containerd, gpurt_bootstrap_containerd_version="2.3",
+                 gpurt_bootstrap_containerd_bins={"2.3": containerd_23},
+                 **template_vars(bootstrap_vars={"containerd_major": 2, "gpu_runtime_name": "nvidia",
+                                                 "config_version": 2, "dropin_version": 3}))
+    assert result.rc == 2, result
+    assert "higher than root config version 2" in result.text, result
+    assert "bootstrap: OK" not in result.gate_lines()

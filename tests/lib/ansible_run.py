@@ -6,7 +6,8 @@ import subprocess
 import sys
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-BIN = os.path.dirname(sys.executable)
+# GPURT_ANSIBLE_BIN runs the playbooks with another controller (make test-oldest: ansible-core 2.16 on Python 3.10).
+BIN = os.environ.get("GPURT_ANSIBLE_BIN") or os.path.dirname(sys.executable)
 _RECAP = re.compile(r"^(\S+)\s+:\s+ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)\s+"
                     r"skipped=(\d+)\s+rescued=(\d+)\s+ignored=(\d+)", re.MULTILINE)
 
