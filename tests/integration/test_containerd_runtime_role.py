@@ -10,7 +10,6 @@ changed=0.
 import glob
 import os
 import subprocess
-import tempfile
 import tomllib
 
 import pytest
@@ -161,11 +160,6 @@ def restarts(node):
         return 0
 
 
-def staging_dirs():
-    return set(glob.glob(os.path.join(tempfile.gettempdir(), "gpurt-stage-*")) +
-               glob.glob(os.path.join(tempfile.gettempdir(), "gpurt-migrate-*")))
-
-
 def role_playbook(path):
     path.write_text("- hosts: all\n  gather_facts: false\n  roles:\n    - gpurt.runtime_gate.containerd_runtime\n")
     return str(path)
@@ -189,11 +183,15 @@ def runs(fleet):
     nodes = fleet["nodes"]
     before = dict((n, shapes.tree(node.root)) for n, node in nodes.items())
     dumps_before = dict((n, real_dump(node)) for n, node in nodes.items())
-    stages_before = staging_dirs()
-    check = ansible_run.playbook(fleet["playbook"], fleet["inventory"], check=True, diff=True)
+    # The node module's temporary dirs (staging, migration) go to this TMPDIR, which must stay empty.
+    private_tmp = fleet["base"] / "tmp"
+    private_tmp.mkdir()
+    env = {"TMPDIR": str(private_tmp)}
+    check = ansible_run.playbook(fleet["playbook"], fleet["inventory"], check=True, diff=True, extra_env=env)
     after_check = dict((n, shapes.tree(node.root)) for n, node in nodes.items())
-    stages_after_check = staging_dirs()
-    first = ansible_run.playbook(fleet["playbook"], fleet["inventory"], diff=True)
+    stages_after_check = sorted(os.listdir(private_tmp))
+    first = ansible_run.playbook(fleet["playbook"], fleet["inventory"], diff=True, extra_env=env)
+    stages_after_first = sorted(os.listdir(private_tmp))
     after_first = dict((n, shapes.tree(node.root)) for n, node in nodes.items())
     restarts_first = dict((n, restarts(node)) for n, node in nodes.items())
     second = ansible_run.playbook(fleet["playbook"], fleet["inventory"])
@@ -203,7 +201,7 @@ def runs(fleet):
 
 def test_check_mode_changes_no_byte_and_leaves_no_staging_dir(runs):
     assert runs["after_check"] == runs["before"]
-    assert runs["stages_after_check"] == runs["stages_before"]
+    assert runs["stages_after_check"] == [] and runs["stages_after_first"] == []
     assert "Traceback" not in runs["check"].text
 
 

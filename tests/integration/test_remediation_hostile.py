@@ -4,7 +4,6 @@ import glob
 import os
 import shutil
 import stat
-import tempfile
 
 import pytest
 
@@ -88,13 +87,16 @@ def test_a_hanging_containerd_times_out_and_leaves_nothing(tmp_path, containerd)
     hang = tmp_path / "containerd-hangs"
     hang.write_text('#!/bin/sh\ncase "$*" in *"config default"*) exec sleep 300;; esac\nexec "%s" "$@"\n' % node.binary)
     hang.chmod(0o755)
-    stages = set(glob.glob(os.path.join(tempfile.gettempdir(), "gpurt-*")))
+    private_tmp = tmp_path / "tmp"
+    private_tmp.mkdir()
     before = shapes.tree(node.root)
-    result = run(playbook, inventory, gpurt_containerd_bin=str(hang), containerd_runtime_timeout=2)
+    result = ansible_run.playbook(playbook, inventory, extra_vars={"gpurt_containerd_bin": str(hang),
+                                                                   "containerd_runtime_timeout": 2},
+                                  extra_env={"ANSIBLE_CALLBACK_RESULT_FORMAT": "json", "TMPDIR": str(private_tmp)})
     assert result.rc == 2
     assert "did not finish within 2 s" in words(result), result
     assert shapes.tree(node.root) == before
-    assert set(glob.glob(os.path.join(tempfile.gettempdir(), "gpurt-*"))) == stages
+    assert os.listdir(private_tmp) == []
 
 
 def test_a_main_config_over_the_size_limit_is_refused_not_replaced(tmp_path, containerd):
