@@ -65,7 +65,7 @@ unit: setup
 	$(BIN)/pytest -q tests/unit
 
 integration: setup
-	$(BIN)/pytest -q tests/integration
+	$(BIN)/pytest -q -n auto --dist loadfile tests/integration
 
 # ansible-test sanity, then ansible-lint
 sanity: setup
@@ -75,7 +75,7 @@ lint: setup
 	$(BIN)/ansible-lint --offline -q playbooks roles inventory/demo/prepare.yml
 
 test: setup
-	$(BIN)/pytest -q tests
+	$(BIN)/pytest -q -n auto --dist loadfile tests
 	$(MAKE) --no-print-directory sanity
 	$(MAKE) --no-print-directory test-oldest
 
