@@ -380,7 +380,7 @@ def test_crosscheck_against_live_cluster(fleet, tmp_path):
     with FakeApiServer(runtimeclasses=[runtimeclass("nvidia", "nvidia"), runtimeclass("cdi", "nvidia-cdi")],
                        token=TOKEN) as fake:
         kubeconfig = write_kubeconfig(str(tmp_path / "kubeconfig"), fake.url, token=TOKEN)
-        result = ansible_run.playbook(CROSSCHECK, "localhost,", {"dump_file": str(dump), "kubeconfig": kubeconfig})
+        result = ansible_run.playbook(CROSSCHECK, "localhost,", {"dump_file": str(dump), "gpurt_kubeconfig": kubeconfig})
     assert result.rc == 2
     assert result.gate_lines()[0] == "MISSING=nvidia-cdi"
 
