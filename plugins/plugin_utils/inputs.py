@@ -103,7 +103,11 @@ def retired_errors(doc, playbook, defined):
 
 def check(playbook, defined, doc=None):
     """(warnings, errors, spec for validate_argument_spec) of a run of `playbook` whose variables
-    are named `defined`."""
+    are named `defined`. The spec holds the options the run sets (by name or alias): the others
+    have nothing to validate (none is required), and validate_argument_spec prints the whole spec
+    it was given when a value is wrong."""
     doc = doc if doc is not None else load()
-    spec = validation_spec(doc, playbook)
+    defined = set(defined)
+    spec = dict((name, option) for name, option in validation_spec(doc, playbook).items()
+                if name in defined or defined & set(option.get("aliases") or []))
     return unknown_warnings(doc, defined), retired_errors(doc, playbook, defined), spec

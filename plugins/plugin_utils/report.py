@@ -192,8 +192,7 @@ def coverage(run_nodes, cluster_nodes, inventory_nodes=None):
     for host in sorted(run_nodes):
         name = run_nodes[host]
         if name not in listed:
-            near = difflib.get_close_matches(name, sorted(listed - covered), n=1, cutoff=0.6)
-            without[host] = {"node_name": name, "closest": near[0] if near else None}
+            without[host] = {"node_name": name, "closest": _closest_node(name, sorted(listed - covered))}
     not_checked = sorted(listed - covered)
     in_inventory = set(inventory_nodes or [])
     return {
@@ -203,6 +202,17 @@ def coverage(run_nodes, cluster_nodes, inventory_nodes=None):
         "nodes_not_checked": not_checked,
         "nodes_not_checked_in_inventory": [n for n in not_checked if n in in_inventory],
     }
+
+
+def _closest_node(name, candidates):
+    """The Node a host most likely stands for: the same short name (an FQDN against a bare
+    hostname, either way), else a close spelling."""
+    short = name.split(".", 1)[0]
+    for candidate in candidates:
+        if candidate.split(".", 1)[0] == short:
+            return candidate
+    near = difflib.get_close_matches(name, candidates, n=1, cutoff=0.6)
+    return near[0] if near else None
 
 
 def coverage_warnings(cov):
