@@ -126,7 +126,7 @@ class ActionModule(ActionBase):
         drift_groups = dict((g, [h for h in members if h in hosts]) for g, members in groups.items()
                             if (g in wanted if wanted is not None else g not in _IMPLICIT_GROUPS))
         return (audit.add_drift(entries, drift_groups, args["fail_on"], args["skip_checks"]),
-                audit.inventory_coverage(run_nodes, listed, hostvars, groups))
+                audit.inventory_coverage(run_nodes, listed, hostvars, groups) if hosts else None)
 
     @staticmethod
     def _cluster_entries(args):

@@ -316,11 +316,21 @@ def test_audit_that_judged_no_host_fails(tmp_path, inventory_hosts, extra, messa
     manifest = tmp_path / "rc.yaml"
     manifest.write_text(RC_DOC % ("nvidia", "nvidia"))
     inventory = ansible_run.write_inventory(str(tmp_path / "hosts.json"), inventory_hosts)
-    extra_vars = {"gpurt_runtimeclasses_src": str(manifest)}
+    reports = tmp_path / "reports"
+    reports.mkdir()
+    (reports / "audit.json").write_text('{"outcome": "passed"}')  # a previous run's
+    extra_vars = {"gpurt_runtimeclasses_src": str(manifest), "gpurt_report_dir": str(reports)}
     extra_vars.update(extra)
     result = ansible_run.playbook(AUDIT, inventory, extra_vars, check=True)
     assert result.rc == 2, result
     assert message in result.text
+    # The report says so too, in place of the previous run's.
+    with open(str(reports / "audit.json")) as handle:
+        report = json.load(handle)
+    assert report["outcome"] == "failed" and report["nodes"] == {}
+    assert report["run_failures"] == ["no host to judge: the play had no host (check the inventory, gpurt_audit_hosts "
+                                      "and --limit)"]
+    assert result.gate_lines()[0].startswith("FAILED: no host to judge")
 
 
 def test_audit_with_no_runtimeclass_fails_unless_allowed(fleet, tmp_path):
