@@ -86,15 +86,16 @@ def test_a_bad_value_fails_before_anything_runs_and_marks_the_stale_report(site)
 
 @pytest.mark.parametrize("name, value, message", [
     ("gpurt_skip_checks", {"a": 1}, "argument 'gpurt_skip_checks' is of type"),
-    ("gpurt_pod_requests", "900m", "argument 'gpurt_pod_requests' is of type str and we were unable to convert to dict"),
-    ("gpurt_allow_no_runtimeclasses", "maybe", "argument 'gpurt_allow_no_runtimeclasses' is of type str and we were "
-                                               "unable to convert to bool"),
+    ("gpurt_pod_requests", "900m", "and we were unable to convert to dict"),
+    ("gpurt_allow_no_runtimeclasses", "maybe", "and we were unable to convert to bool"),
 ])
 def test_bad_types_are_clear_errors(site, name, value, message):
     run = ansible_run.playbook(playbook("audit"), site["inventory"], {name: value, "gpurt_runtimeclasses_src":
                                                                       site["manifests"]}, check=True)
     assert run.rc == 2, run
-    assert message in "\n".join(run.gate_lines()) and "Traceback" not in run.text
+    lines = run.gate_lines()
+    assert lines[0] == "NOT JUDGED: Validate the run's variables (gpu-1): Validation of arguments failed:", lines
+    assert "argument '%s' is of type" % name in lines[1] and message in lines[1] and "Traceback" not in run.text
 
 
 def test_an_unknown_variable_is_a_warning_naming_the_closest(site):

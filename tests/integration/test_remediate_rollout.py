@@ -66,6 +66,11 @@ def written(node):
     return sorted(os.listdir(node.path("etc/containerd/conf.d"))) if os.path.isdir(node.path("etc/containerd/conf.d")) else []
 
 
+def words(text):
+    """Text with its whitespace made single spaces (ansible-core 2.16 wraps long lines)."""
+    return " ".join(text.split())
+
+
 def statuses(doc):
     return dict((name, entry["status"]) for name, entry in doc["nodes"].items())
 
@@ -91,7 +96,7 @@ def test_one_host_batches_stop_by_the_users_percentage(tmp_path, containerd):
     # In the recap too: each host never reached is failed, with the reason.
     for name in "cde":
         assert run.recap[name]["failed"] == 1 and written(nodes[name]) == [], name
-    assert "fatal: [e]: FAILED!" in run.out and "NOT PROCESSED: " + reason in run.out
+    assert "fatal: [e]: FAILED!" in run.out and "NOT PROCESSED: " + reason in words(run.out)
     assert written(nodes["a"]) == ["zz-gpurt-nvidia.toml"]
     assert doc["rollout"]["stopped"] is True and doc["rollout"]["batches"] == 2
     assert doc["outcome"] == "failed" and doc["check_mode"] is False
@@ -152,7 +157,7 @@ def test_the_report_says_what_changed_what_was_refused_and_the_reaudit(tmp_path,
     assert [c.get("name") for c in suites["good"].findall("testcase") if c.find("failure") is not None] == [
         "[error] missing_handler: kata"]
     # The node's own failure says the same as the report.
-    assert "MISSING=kata" in run.out and "REFUSED: runtime(s) nvidia-cdi ask for containerd's enable_cdi" in run.out
+    assert "MISSING=kata" in run.out and "REFUSED: runtime(s) nvidia-cdi ask for containerd" in words(run.out)
 
     again = remediate(inventory, gpurt_serial="100%", gpurt_max_fail_percentage=100)
     doc, _root = reports(tmp_path)
@@ -172,10 +177,13 @@ def test_a_failed_restart_and_an_unreachable_node_fail_and_rc_4_says_unreachable
     doc, _root = reports(tmp_path)
     assert statuses(doc) == {"good": "OK", "restart": "FAILED", "down": "FAILED"}
     restart = doc["nodes"]["restart"]
-    assert restart["reason"].startswith("Restart containerd with the configured command failed: ")
+    # ansible-core 2.16 does not name a failed handler to the rescue.
+    assert restart["reason"].startswith("Restart containerd with the configured command failed: ") or \
+        restart["reason"] == "a handler (the containerd restart) failed: see its output above", restart["reason"]
     assert restart["remediation"]["changed"] is True  # written, then the restart failed
     assert doc["nodes"]["down"]["unreachable"] is True and doc["nodes"]["down"]["reason"].startswith("unreachable: ")
-    assert run.recap["down"]["unreachable"] == 1 and run.recap["restart"]["failed"] == 1
+    # (ansible-core 2.16 counts the handler failure its rescue handled as well.)
+    assert run.recap["down"]["unreachable"] == 1 and run.recap["restart"]["failed"] >= 1
     # Ansible alone would have stopped at the first one-host batch that failed whole.
     assert doc["rollout"]["batches"] == 3
 
@@ -212,7 +220,7 @@ def test_nodes_of_the_cluster_against_the_inventory(tmp_path, containerd):
     warning = ("gpu-2: no Node object named gpu-2.example.internal in the cluster: its labels are unknown (every "
                "RuntimeClass nodeSelector is taken to match) and its allocatable too (the overhead check is skipped); "
                "set gpurt_node_name to its Node's name (did you mean gpu-2?)")
-    assert "[WARNING]: " + warning in run.text
+    assert "[WARNING]: " + warning in words(run.text)
     assert warning in run.gate_lines()
     assert "not checked: 2 of the cluster's 3 Node(s) are covered by no host of this run: cpu-9, gpu-2" in run.gate_lines()
     cases = [c.get("name") for c in root.findall("testsuite[@name='coverage']/testcase")]
