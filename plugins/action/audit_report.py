@@ -69,36 +69,17 @@ class ActionModule(ActionBase):
             raise AnsibleActionFail("cannot build the audit report: %s" % exc)
         built = report.build(entries, args["fail_on"], args["mode"], args["runtimeclasses"], run_failures(args, entries),
                              coverage=coverage)
-        written = []
-        for path, render in ((args["json_path"], report.to_json), (args["junit_path"], report.to_junit),
-                             (args["metrics_path"], report.to_prometheus)):
-            if path:
-                try:
-                    report.write(path, render(built))
-                except (IOError, OSError) as exc:
-                    raise AnsibleActionFail("cannot write report %s: %s" % (path, exc.strerror or exc))
-                written.append(path)
-        lines = report.summary_lines(built, details=False)
-        result.update(
-            changed=False,
-            judged=True,
-            report=built,
-            summary=built["summary"],
-            passed=built["summary"]["passed"],
-            run_failures=built["run_failures"],
-            summary_lines=lines,
-            detail_lines=report.summary_lines(built),
-            # In the single modes runtime_check (or the sandbox) printed the node's lines already.
-            gpurt_summary_lines=lines if args["mode"] not in SINGLE_MODES else
-            ["FAILED: %s" % checks.one_line(r) for r in built["run_failures"]],
-            failing_nodes=sorted(n for n, e in built["nodes"].items() if e["failing"]),
-            unreachable_nodes=sorted(n for n, e in built["nodes"].items() if e["unreachable"]),
-            missing_lines=sorted("%s: %s" % (n, line) for n, e in built["nodes"].items() for line in e["missing"]),
-            written=written,
-            msg=lines[-1],
-        )
-        if coverage is not None and coverage["nodes_listed"]:
-            result["warnings"] = report.coverage_warnings(coverage)
+        try:
+            written = report.write_all(built, {"json": args["json_path"], "junit": args["junit_path"],
+                                               "metrics": args["metrics_path"]})
+        except report.WriteError as exc:
+            raise AnsibleActionFail(str(exc))
+        result.update(report.result_of(built, written), judged=True,
+                      missing_lines=sorted("%s: %s" % (n, line) for n, e in built["nodes"].items() for line in e["missing"]))
+        if args["mode"] in SINGLE_MODES:
+            # runtime_check (or the sandbox) printed the node's lines already.
+            result["gpurt_summary_lines"] = ["FAILED: %s" % checks.one_line(r) for r in built["run_failures"]]
+        lines = result["summary_lines"]
         if built["run_failures"]:
             # The run as a whole checked too little to pass: the reports are written, the task fails.
             result.update(failed=True, msg="; ".join(built["run_failures"]) + " (" + lines[-1] + ")")

@@ -67,12 +67,7 @@ class ActionModule(ActionBase):
         unknown = sorted(set(paths) - set(report.RENDERERS))
         if unknown:
             raise AnsibleActionFail("reports takes %s, not %s" % (", ".join(sorted(report.RENDERERS)), ", ".join(unknown)))
-        placeholder = report.not_judged(REPORT_MODES[args["playbook"]])
-        written = []
-        for kind in sorted(paths):
-            try:
-                report.write(paths[kind], report.RENDERERS[kind](placeholder))
-            except (IOError, OSError) as exc:
-                raise AnsibleActionFail("cannot write report %s: %s" % (paths[kind], exc.strerror or exc))
-            written.append(paths[kind])
-        return written
+        try:
+            return report.write_all(report.not_judged(REPORT_MODES[args["playbook"]]), paths)
+        except report.WriteError as exc:
+            raise AnsibleActionFail(str(exc))

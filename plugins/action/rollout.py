@@ -151,31 +151,10 @@ class ActionModule(ActionBase):
                              coverage=coverage, notes=rollout.notes(state, args["runtimeclass_gate"], args["manage_runtimeclasses"]) if state else [],
                              extra={"check_mode": bool(self._play_context.check_mode), "rollout": state,
                                     "runtimeclass_gate": args["runtimeclass_gate"]})
-        written = []
-        for path, render in ((args["json_path"], report.to_json), (args["junit_path"], report.to_junit)):
-            if path:
-                try:
-                    report.write(path, render(built))
-                except (IOError, OSError) as exc:
-                    raise AnsibleActionFail("cannot write report %s: %s" % (path, exc.strerror or exc))
-                written.append(path)
-        lines = report.summary_lines(built, details=False)
+        try:
+            written = report.write_all(built, {"json": args["json_path"], "junit": args["junit_path"]})
+        except report.WriteError as exc:
+            raise AnsibleActionFail(str(exc))
         final = dict(state or rollout.check_rule(0, 0), run_failures=built["run_failures"], reported=True)
-        result.update(
-            changed=False,
-            report=built,
-            summary=built["summary"],
-            passed=built["summary"]["passed"],
-            run_failures=built["run_failures"],
-            summary_lines=lines,
-            detail_lines=report.summary_lines(built),
-            gpurt_summary_lines=lines,
-            failing_nodes=sorted(n for n, e in built["nodes"].items() if e["failing"]),
-            unreachable_nodes=sorted(n for n, e in built["nodes"].items() if e["unreachable"]),
-            written=written,
-            ansible_facts={STATE: final},
-            msg=lines[-1],
-        )
-        if coverage is not None and coverage["nodes_listed"]:
-            result["warnings"] = report.coverage_warnings(coverage)
+        result.update(report.result_of(built, written), ansible_facts={STATE: final})
         return result

@@ -502,3 +502,45 @@ def to_prometheus(report):
 
 
 RENDERERS = {"json": to_json, "junit": to_junit, "metrics": to_prometheus}
+
+
+class WriteError(IOError):
+    pass
+
+
+def write_all(built, paths):
+    """Write the report in each format paths names ({"json": PATH, "junit": PATH, "metrics": PATH};
+    empty ones skipped). Returns the paths written; WriteError names the one that failed."""
+    written = []
+    for kind in ("json", "junit", "metrics"):
+        path = (paths or {}).get(kind)
+        if path:
+            try:
+                write(path, RENDERERS[kind](built))
+            except (IOError, OSError) as exc:
+                raise WriteError("cannot write report %s: %s" % (path, exc.strerror or exc))
+            written.append(path)
+    return written
+
+
+def result_of(built, written, details=False):
+    """What the actions that judge a run return of its report (the summary lines for the callback too)."""
+    lines = summary_lines(built, details=details)
+    out = {
+        "changed": False,
+        "report": built,
+        "summary": built["summary"],
+        "passed": built["summary"]["passed"],
+        "run_failures": built["run_failures"],
+        "summary_lines": lines,
+        "detail_lines": summary_lines(built),
+        "gpurt_summary_lines": lines,
+        "failing_nodes": sorted(n for n, e in built["nodes"].items() if e["failing"]),
+        "unreachable_nodes": sorted(n for n, e in built["nodes"].items() if e["unreachable"]),
+        "written": written,
+        "msg": lines[-1],
+    }
+    warnings = coverage_warnings(built.get("coverage")) if (built.get("coverage") or {}).get("nodes_listed") else []
+    if warnings:
+        out["warnings"] = warnings
+    return out
