@@ -258,8 +258,10 @@ def audit_verdict(run, n, report_dir):
     problems = []
     if run.rc != 0:
         problems.append("rc=%d" % run.rc)
-    if len(run.recap) != n or any(r["failed"] or r["unreachable"] for r in run.recap.values()):
-        problems.append("recap: %d hosts, failed/unreachable present" % len(run.recap))
+    # The audit's last play runs on localhost (it fails a run that judged no host): not a node.
+    recap = dict((h, r) for h, r in run.recap.items() if h != "localhost")
+    if len(recap) != n or any(r["failed"] or r["unreachable"] for r in recap.values()):
+        problems.append("recap: %d hosts, failed/unreachable present" % len(recap))
     try:
         with open(os.path.join(report_dir, "audit.json")) as handle:
             report = json.load(handle)

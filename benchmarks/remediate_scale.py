@@ -102,9 +102,11 @@ def verdict(run, n, changed_per_host):
     problems = []
     if run.rc != 0:
         problems.append("rc=%d" % run.rc)
-    if len(run.recap) != n:
-        problems.append("%d hosts in recap" % len(run.recap))
-    wrong = [h for h, r in run.recap.items() if r["failed"] or r["unreachable"] or r["changed"] != changed_per_host]
+    # The playbooks' last play runs on localhost (it fails a run that matched no host): not a node.
+    recap = dict((h, r) for h, r in run.recap.items() if h != "localhost")
+    if len(recap) != n:
+        problems.append("%d hosts in recap" % len(recap))
+    wrong = [h for h, r in recap.items() if r["failed"] or r["unreachable"] or r["changed"] != changed_per_host]
     if wrong:
         problems.append("%d hosts not changed=%d or failed (%s ...)" % (len(wrong), changed_per_host, wrong[0]))
     return "; ".join(problems)

@@ -8,9 +8,6 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import os
-import tempfile
-
 from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 
@@ -19,7 +16,7 @@ from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import findings
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import report
 
 ARGUMENT_SPEC = dict(
-    mode=dict(type="str", default="hosts", choices=["hosts", "cluster"]),
+    mode=dict(type="str", default="hosts", choices=["hosts", "cluster", "dump", "bootstrap"]),
     hosts=dict(type="list", elements="str"),
     gathered_var=dict(type="str", default="gpurt_loaded"),
     runtimeclasses=dict(type="list", elements="dict", required=True),
@@ -34,17 +31,15 @@ ARGUMENT_SPEC = dict(
     metrics_path=dict(type="path"),
     allow_no_runtimeclasses=dict(type="bool", default=False),
     node_label_selector=dict(type="str"),
+    checked=dict(type="dict"),
+    not_validated=dict(type="list", elements="str", default=[]),
+    node_name=dict(type="str"),
+    containerd_version=dict(type="str"),
 )
+# One node judged by gpurt.runtime_gate.runtime_check: crosscheck.yml's dump, validate_bootstrap.yml's bootstrap.
+SINGLE_MODES = ("dump", "bootstrap")
 
 _IMPLICIT_GROUPS = ("all", "ungrouped")
-
-
-def _host_var(hostvars, host, name, default=None):
-    try:
-        value = hostvars[host].get(name, default)
-    except KeyError:
-        return default
-    return default if value is None else value
 
 
 class ActionModule(ActionBase):
@@ -56,79 +51,63 @@ class ActionModule(ActionBase):
         task_vars = task_vars or {}
         result = super(ActionModule, self).run(tmp, task_vars)
         _validation, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
+        coverage = None
         try:
             checks.validate_skip(args["skip_checks"])
             if args["mode"] == "cluster":
                 entries = self._cluster_entries(args)
+            elif args["mode"] in SINGLE_MODES:
+                entries = _single_entries(args)
+                if entries is None:
+                    # Nothing was judged (the dump could not be read, ...): the report written at play
+                    # start says so; the failed task before this one fails the play.
+                    result.update(changed=False, judged=False, written=[], msg="nothing was judged; no report written")
+                    return result
             else:
-                entries = self._host_entries(args, task_vars)
+                entries, coverage = self._host_entries(args, task_vars)
         except (ValueError, KeyError, TypeError) as exc:
             raise AnsibleActionFail("cannot build the audit report: %s" % exc)
-        built = report.build(entries, args["fail_on"], args["mode"], args["runtimeclasses"], run_failures(args, entries))
-        written = []
-        for path, render in ((args["json_path"], report.to_json), (args["junit_path"], report.to_junit),
-                             (args["metrics_path"], report.to_prometheus)):
-            if path:
-                self._write(path, render(built))
-                written.append(path)
-        lines = report.summary_lines(built, details=False)
-        result.update(
-            changed=False,
-            report=built,
-            summary=built["summary"],
-            passed=built["summary"]["passed"],
-            run_failures=built["run_failures"],
-            summary_lines=lines,
-            detail_lines=report.summary_lines(built),
-            gpurt_summary_lines=lines,
-            failing_nodes=sorted(n for n, e in built["nodes"].items() if e["failing"]),
-            missing_lines=sorted("%s: %s" % (n, line) for n, e in built["nodes"].items() for line in e["missing"]),
-            written=written,
-            msg=lines[-1],
-        )
+        built = report.build(entries, args["fail_on"], args["mode"], args["runtimeclasses"], run_failures(args, entries),
+                             coverage=coverage)
+        try:
+            written = report.write_all(built, {"json": args["json_path"], "junit": args["junit_path"],
+                                               "metrics": args["metrics_path"]})
+        except report.WriteError as exc:
+            raise AnsibleActionFail(str(exc))
+        result.update(report.result_of(built, written), judged=True,
+                      missing_lines=sorted("%s: %s" % (n, line) for n, e in built["nodes"].items() for line in e["missing"]))
+        if args["mode"] in SINGLE_MODES:
+            # runtime_check (or the sandbox) printed the node's lines already.
+            result["gpurt_summary_lines"] = ["FAILED: %s" % checks.one_line(r) for r in built["run_failures"]]
+        lines = result["summary_lines"]
         if built["run_failures"]:
             # The run as a whole checked too little to pass: the reports are written, the task fails.
             result.update(failed=True, msg="; ".join(built["run_failures"]) + " (" + lines[-1] + ")")
         return result
 
-    @staticmethod
-    def _write(path, text):
-        """Write whole or not at all: a reader (node_exporter, CI) never sees half a file."""
-        directory = os.path.dirname(path)
-        try:
-            if directory and not os.path.isdir(directory):
-                os.makedirs(directory)
-            handle = tempfile.NamedTemporaryFile("w", dir=directory or ".", prefix=".%s." % os.path.basename(path),
-                                                 delete=False)
-            try:
-                with handle:
-                    handle.write(text)
-                os.chmod(handle.name, 0o644)
-                os.rename(handle.name, path)
-            except BaseException:
-                os.unlink(handle.name)
-                raise
-        except (IOError, OSError) as exc:
-            raise AnsibleActionFail("cannot write report %s: %s" % (path, exc.strerror or exc))
-
     def _host_entries(self, args, task_vars):
         hostvars = task_vars.get("hostvars", {})
         hosts = args["hosts"] if args["hosts"] is not None else task_vars.get("ansible_play_hosts_all", [])
+        listed = audit.node_names(args["nodes"])
         entries = []
+        run_nodes = {}
         for host in hosts:
-            gathered = _host_var(hostvars, host, args["gathered_var"])
-            labels = _host_var(hostvars, host, "gpurt_node_labels")
-            allocatable = _host_var(hostvars, host, "gpurt_node_allocatable")
-            node_name = _host_var(hostvars, host, "gpurt_node_name", host)
-            labels, allocatable = audit.node_facts(node_name, args["nodes"], labels, allocatable)
-            options = dict(args, kubelet_cgroup_driver=_host_var(hostvars, host, "gpurt_kubelet_cgroup_driver",
-                                                                 args["kubelet_cgroup_driver"]))
-            entries.append(audit.audit_host(host, gathered, args["runtimeclasses"], labels, allocatable, options))
+            hv = audit.host_vars(hostvars, host, (args["gathered_var"], "gpurt_node_labels", "gpurt_node_allocatable",
+                                                  "gpurt_node_name", "gpurt_kubelet_cgroup_driver"))
+            node_name = hv["gpurt_node_name"] or host
+            run_nodes[host] = node_name
+            labels, allocatable = audit.node_facts(node_name, args["nodes"], hv["gpurt_node_labels"],
+                                                   hv["gpurt_node_allocatable"])
+            options = dict(args, kubelet_cgroup_driver=hv["gpurt_kubelet_cgroup_driver"] or args["kubelet_cgroup_driver"])
+            entry = audit.audit_host(host, hv[args["gathered_var"]], args["runtimeclasses"], labels, allocatable, options)
+            entry["node_object"] = None if listed is None else node_name in listed
+            entries.append(entry)
         groups = task_vars.get("groups", {})
         wanted = args["drift_groups"]
         drift_groups = dict((g, [h for h in members if h in hosts]) for g, members in groups.items()
                             if (g in wanted if wanted is not None else g not in _IMPLICIT_GROUPS))
-        return audit.add_drift(entries, drift_groups, args["fail_on"], args["skip_checks"])
+        return (audit.add_drift(entries, drift_groups, args["fail_on"], args["skip_checks"]),
+                audit.inventory_coverage(run_nodes, listed, hostvars, groups) if hosts else None)
 
     @staticmethod
     def _cluster_entries(args):
@@ -157,7 +136,26 @@ def run_failures(args, entries):
                 " matching label selector '%s'" % selector if selector else ""))
         else:
             out.append("no host to judge: the play had no host (check the inventory, gpurt_audit_hosts and --limit)")
-    if not args["runtimeclasses"] and not args["allow_no_runtimeclasses"]:
+    # A bootstrap that cannot be evaluated was never cross-checked: its RuntimeClasses were not read.
+    if not args["runtimeclasses"] and not args["allow_no_runtimeclasses"] and not args.get("not_validated"):
         out.append("no RuntimeClass was read, so no handler was cross-checked (set "
                    "allow_no_runtimeclasses / gpurt_allow_no_runtimeclasses=true to audit the nodes alone)")
     return out
+
+
+def _single_entries(args):
+    """The one node a runtime_check result (args["checked"]) or a bootstrap that cannot be
+    evaluated (args["not_validated"]) stands for; None when nothing was judged."""
+    name = args["node_name"] or ("bootstrap" if args["mode"] == "bootstrap" else "dump")
+    info = {"containerd_version": args["containerd_version"]}
+    if args["not_validated"]:
+        return [report.node_entry(name, not_checked_reason="; ".join(args["not_validated"]), status=report.NOT_VALIDATED,
+                                  fail_on=args["fail_on"], node_info=info, extra={"reasons": args["not_validated"]})]
+    checked = args["checked"] or {}
+    if checked.get("status") not in report.STATUSES:
+        return None
+    info["running"] = checked.get("running")
+    return [report.node_entry(name, checked.get("findings") or [], fail_on=args["fail_on"],
+                              checks_run=checked.get("checks_run"), checks_skipped=checked.get("checks_skipped"),
+                              node_info=info,
+                              not_checked_reason=checked.get("msg") if checked["status"] == report.NOT_CHECKED else None)]

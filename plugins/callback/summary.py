@@ -19,6 +19,9 @@ description:
   - The lines are built by the collection's one formatter of findings; any control character in
     them (a handler with a newline, an ANSI escape) is printed escaped, so no value can print a
     line of its own, such as a bare C(OK).
+  - A run of one of the collection's playbooks that failed before judging (bad input, no access to the
+    cluster, a controller that cannot run the collection) prints C(NOT JUDGED) lines instead, with the
+    failed task and its message, so that the last lines of every run say what happened.
   - Enable it with C(callbacks_enabled = gpurt.runtime_gate.summary) in C(ansible.cfg) or
     E(ANSIBLE_CALLBACKS_ENABLED).
 version_added: 0.1.0
@@ -28,11 +31,27 @@ requirements:
   - enabled in callbacks_enabled
 """
 
+import os
+
 from ansible.plugins.callback import CallbackBase
 
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils.findings import one_line
 
 RESULT_KEY = "gpurt_summary_lines"
+COLLECTION_ROOT = os.path.realpath(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+# Failures shown when nothing was judged; the rest are counted.
+SHOWN_FAILURES = 5
+SHOWN_MESSAGE_LINES = 10
+
+
+def _ours(task):
+    """Whether a task belongs to this collection: its action, or a playbook or role of it."""
+    action = getattr(task, "action", "") or ""
+    if action.startswith("gpurt.runtime_gate."):
+        return True
+    path = task.get_path() if hasattr(task, "get_path") else None
+    path = os.path.realpath(path.rsplit(":", 1)[0]) if path else ""
+    return path.startswith(COLLECTION_ROOT + os.sep)
 
 
 class CallbackModule(CallbackBase):
@@ -44,22 +63,51 @@ class CallbackModule(CallbackBase):
     def __init__(self):
         super(CallbackModule, self).__init__()
         self._blocks = []
+        self._failures = []
 
     def _collect(self, result):
         lines = result._result.get(RESULT_KEY)
         if isinstance(lines, list) and lines and lines not in self._blocks:
             self._blocks.append(lines)
 
+    def _failure(self, result, what):
+        if not _ours(result._task):
+            return
+        msg = result._result.get("msg") or what
+        msg = "\n".join(str(m) for m in msg) if isinstance(msg, list) else str(msg)
+        key = (result._task.get_name(), msg)
+        hosts = [f for f in self._failures if f[0] == key]
+        if hosts:
+            hosts[0][1].append(result._host.get_name())
+        else:
+            self._failures.append((key, [result._host.get_name()]))
+
     def v2_runner_on_ok(self, result):
         self._collect(result)
 
     def v2_runner_on_failed(self, result, ignore_errors=False):
         self._collect(result)
+        if not ignore_errors:
+            self._failure(result, "failed")
+
+    def v2_runner_on_unreachable(self, result):
+        if not result._task.ignore_unreachable:
+            self._failure(result, "unreachable")
 
     def v2_playbook_on_stats(self, stats):
-        if not self._blocks:
+        if not self._blocks and not self._failures:
             return
         self._display.display("RUNTIME GATE " + "*" * 66)
         for lines in self._blocks:
             for line in lines:
                 self._display.display(one_line(line))
+        if self._blocks:
+            return
+        # Nothing was judged: say which task of the collection stopped the run, and why.
+        for (task, msg), hosts in self._failures[:SHOWN_FAILURES]:
+            text = [one_line(line) for line in msg.splitlines() if line.strip()] or ["failed"]
+            self._display.display("NOT JUDGED: %s (%s): %s" % (one_line(task), one_line(", ".join(hosts)), text[0]))
+            for line in text[1:SHOWN_MESSAGE_LINES]:
+                self._display.display("  " + line)
+        if len(self._failures) > SHOWN_FAILURES:
+            self._display.display("NOT JUDGED: %d more failed task(s), see above" % (len(self._failures) - SHOWN_FAILURES))

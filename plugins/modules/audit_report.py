@@ -18,6 +18,13 @@ description:
   - A host whose gather failed or that was unreachable is C(NOT CHECKED) and never counts as OK.
   - In O(mode=cluster) it needs no host at all and judges each Node object by its
     C(status.runtimeHandlers) (Kubernetes 1.30+); Nodes that do not report handlers are C(NOT CHECKED).
+  - In O(mode=dump) and O(mode=bootstrap) it writes the report of the one node that
+    M(gpurt.runtime_gate.runtime_check) judged (O(checked)), or of a bootstrap that cannot be evaluated
+    (O(not_validated), status C(NOT VALIDATED)); the node's lines were printed by that task, so only run
+    failures are added to the summary. Without a judged result it writes nothing.
+  - In O(mode=hosts) with O(nodes), the report's C(coverage) says which hosts have no Node object (their labels
+    and allocatable are unknown; also a warning each) and which Nodes no host of the run covers (not checked;
+    one warning); without O(nodes) it says the Nodes were not listed.
   - Writes a JSON report (with the collection version, each node's containerd version and running
     view, the checks that ran and those skipped with the reason), a JUnit XML report (one testsuite
     per node, one testcase per finding, a passing testcase per check that found nothing, a
@@ -38,7 +45,7 @@ options:
       - C(hosts) judges the play's hosts from their gather results; C(cluster) judges O(nodes) only.
     type: str
     default: hosts
-    choices: [hosts, cluster]
+    choices: [hosts, cluster, dump, bootstrap]
   hosts:
     description:
       - Hosts to judge. Defaults to C(ansible_play_hosts_all), which keeps failed and unreachable hosts.
@@ -113,6 +120,24 @@ options:
     description:
       - The label selector O(nodes) were listed with, to name it when none matched (O(mode=cluster)).
     type: str
+  checked:
+    description:
+      - The registered result of M(gpurt.runtime_gate.runtime_check) (O(mode=dump), O(mode=bootstrap)).
+    type: dict
+  not_validated:
+    description:
+      - Why the bootstrap cannot be evaluated (O(mode=bootstrap)); the node is C(NOT VALIDATED).
+    type: list
+    elements: str
+    default: []
+  node_name:
+    description:
+      - The name of the one node (O(mode=dump), O(mode=bootstrap)).
+    type: str
+  containerd_version:
+    description:
+      - The containerd release the one node was loaded with (O(mode=bootstrap)).
+    type: str
 extends_documentation_fragment:
   - gpurt.runtime_gate.attributes
   - gpurt.runtime_gate.attributes.action
@@ -185,4 +210,13 @@ run_failures:
   returned: always
   type: list
   elements: str
+unreachable_nodes:
+  description: Nodes that were unreachable (NOT CHECKED).
+  returned: always
+  type: list
+  elements: str
+judged:
+  description: Whether anything was judged (false in O(mode=dump) or O(mode=bootstrap) without a result).
+  returned: always
+  type: bool
 """

@@ -17,11 +17,38 @@ description:
   - Needs ansible-core 2.16 or later (C(requires_ansible) in C(meta/runtime.yml)), hence Python 3.10 or later,
     and a TOML reader - the standard library's C(tomllib) (Python 3.11+) or the C(tomli) package
     (C(requirements.txt) installs it on Python 3.10).
-  - Runs on the controller only (action plugin); takes no options.
+  - Every playbook of the collection runs it first, with O(playbook), O(variables) and O(reports). Then it
+    also puts a not-judged report in place of each report the run will write (before anything else, so
+    that a run that fails before judging never leaves the previous run's report looking like its own),
+    warns about each C(gpurt_*) variable that no playbook of the collection reads, naming the closest
+    one that exists (C(gpurt_kubconfig) - did you mean C(gpurt_kubeconfig)?), fails on a variable the
+    playbook no longer reads (naming its C(gpurt_*) name), and returns the playbook's argument spec
+    (C(playbooks/vars/argument_specs.yml)) for M(ansible.builtin.validate_argument_spec).
+  - Runs on the controller only (action plugin).
 version_added: 0.1.0
 author:
   - gpurt.runtime_gate developers (@gpurt-runtime-gate)
-options: {}
+options:
+  playbook:
+    description:
+      - The playbook of the collection being run (C(audit), C(cluster_audit), C(crosscheck), C(remediate),
+        C(validate_bootstrap)), for its argument spec and its retired variable names.
+    type: str
+  variables:
+    description:
+      - The names of the variables the run defines, for example
+        C({{ q('ansible.builtin.varnames', '.+') }}). Names only; their values are checked by
+        M(ansible.builtin.validate_argument_spec) with RV(argument_spec).
+    type: list
+    elements: str
+    default: []
+  reports:
+    description:
+      - The reports the run will write, by kind (C(json), C(junit), C(metrics)) to a path on the
+        controller; each is replaced now by a report whose C(outcome) is C(not_judged), with one run
+        failure that says so (and one C(<error>) testcase in JUnit). Needs O(playbook).
+    type: dict
+    default: {}
 extends_documentation_fragment:
   - gpurt.runtime_gate.attributes
   - gpurt.runtime_gate.attributes.action
@@ -37,6 +64,21 @@ attributes:
 EXAMPLES = r"""
 - name: Check the controller before anything else
   gpurt.runtime_gate.controller_check:
+  run_once: true
+
+- name: Check the controller and the run's variables, and mark the previous reports as not judged
+  gpurt.runtime_gate.controller_check:
+    playbook: audit
+    variables: "{{ q('ansible.builtin.varnames', '.+') }}"
+    reports:
+      json: "{{ gpurt_report_dir }}/audit.json"
+      junit: "{{ gpurt_report_dir }}/audit.junit.xml"
+  run_once: true
+  register: gpurt_start
+
+- name: Validate the playbook's variables
+  ansible.builtin.validate_argument_spec:
+    argument_spec: "{{ gpurt_start.argument_spec }}"
   run_once: true
 """
 
@@ -60,6 +102,15 @@ toml_reader:
   type: str
 problems:
   description: Why the controller cannot run the collection; empty when it can.
+  returned: always
+  type: list
+  elements: str
+argument_spec:
+  description: The options of O(playbook), as M(ansible.builtin.validate_argument_spec) takes them.
+  returned: when O(playbook) is set
+  type: dict
+not_judged:
+  description: The reports replaced by a not-judged report.
   returned: always
   type: list
   elements: str

@@ -77,7 +77,8 @@ def node_info(gathered):
     """What the report carries about a node besides findings: its containerd and running view."""
     if not isinstance(gathered, dict):
         return {}
-    return {"containerd_version": gathered.get("version"), "running": gathered.get("running")}
+    return {"containerd_version": gathered.get("version"), "running": gathered.get("running"),
+            "unreachable": bool(gathered.get("unreachable"))}
 
 
 def add_drift(entries, groups, fail_on="error", skip=None):
@@ -111,5 +112,41 @@ def add_drift(entries, groups, fail_on="error", skip=None):
         out.append(report.node_entry(name, entry["findings"] + mine, fail_on=fail_on, checks_run=ran,
                                      checks_skipped=skipped, runtimes=entry["runtimes"],
                                      node_info={"containerd_version": entry.get("containerd_version"),
-                                                "running": entry.get("running")}))
+                                                "running": entry.get("running")},
+                                     extra=_extra(entry)))
     return out
+
+
+# Keys of an entry that node_entry does not compute (what a remediation did, the Node object).
+_EXTRA_KEYS = ("node_object", "node_name", "remediation", "reasons")
+
+
+def _extra(entry):
+    return dict((k, entry[k]) for k in _EXTRA_KEYS if k in entry)
+
+
+def host_vars(hostvars, host, names):
+    """Several variables of one host, looked up once (each hostvars[host] computes all of the
+    host's variables); None for one that is unset or null."""
+    try:
+        found = hostvars[host]
+    except KeyError:
+        return dict((name, None) for name in names)
+    return dict((name, found.get(name)) for name in names)
+
+
+def node_names(nodes):
+    """The names of listed Node objects, or None when the cluster's Nodes were not listed."""
+    return None if nodes is None else [n.get("name") for n in nodes if n.get("name")]
+
+
+def inventory_coverage(run_nodes, listed, hostvars=None, groups=None):
+    """report.coverage() of a run: run_nodes maps each host of the run to its Node name, listed
+    the Node names the cluster listed (None: not listed). The inventory's hosts outside the run
+    are looked up only when some Node is covered by no host of the run."""
+    if listed is not None and set(listed) - set(run_nodes.values()):
+        outside = [h for h in (groups or {}).get("all", []) if h not in run_nodes]
+        inventory = [host_vars(hostvars or {}, h, ("gpurt_node_name",))["gpurt_node_name"] or h for h in outside]
+    else:
+        inventory = []
+    return report.coverage(run_nodes, listed, inventory)

@@ -143,8 +143,9 @@ def test_cluster_is_listed_once_for_the_whole_play(audited, fleet):
 
 def test_exit_code_and_per_node_verdicts(audited):
     result = audited["result"]
-    # The gather ignores unreachable hosts so the report covers them; the gate then fails them.
-    assert result.rc == 2, result
+    # The gather ignores unreachable hosts so the report covers them; the gate then fails the nodes, and
+    # the node that is still unreachable at the end gives ansible-playbook's own exit code for that: 4.
+    assert result.rc == 4, result
     statuses = dict((n, e["status"]) for n, e in audited["report"]["nodes"].items())
     assert statuses == {
         "ok-1.6": "OK", "ok-1.7": "OK", "ok-2.1": "OK",
@@ -153,9 +154,10 @@ def test_exit_code_and_per_node_verdicts(audited):
     }
     for name in ("ok-1.6", "ok-1.7", "ok-2.1"):
         assert result.recap[name]["failed"] == 0
-    for name in ("orphan-1.7", "oldname-2.1", "no-containerd", "unreachable"):
+    for name in ("orphan-1.7", "oldname-2.1", "no-containerd"):
         assert result.recap[name]["failed"] == 1, (name, result.recap[name])
     assert result.recap["no-containerd"]["ignored"] == 1
+    assert result.recap["unreachable"]["unreachable"] == 1 and result.recap["unreachable"]["failed"] == 0
 
 
 def test_missing_lines(audited):
@@ -314,11 +316,21 @@ def test_audit_that_judged_no_host_fails(tmp_path, inventory_hosts, extra, messa
     manifest = tmp_path / "rc.yaml"
     manifest.write_text(RC_DOC % ("nvidia", "nvidia"))
     inventory = ansible_run.write_inventory(str(tmp_path / "hosts.json"), inventory_hosts)
-    extra_vars = {"gpurt_runtimeclasses_src": str(manifest)}
+    reports = tmp_path / "reports"
+    reports.mkdir()
+    (reports / "audit.json").write_text('{"outcome": "passed"}')  # a previous run's
+    extra_vars = {"gpurt_runtimeclasses_src": str(manifest), "gpurt_report_dir": str(reports)}
     extra_vars.update(extra)
     result = ansible_run.playbook(AUDIT, inventory, extra_vars, check=True)
     assert result.rc == 2, result
     assert message in result.text
+    # The report says so too, in place of the previous run's.
+    with open(str(reports / "audit.json")) as handle:
+        report = json.load(handle)
+    assert report["outcome"] == "failed" and report["nodes"] == {}
+    assert report["run_failures"] == ["no host to judge: the play had no host (check the inventory, gpurt_audit_hosts "
+                                      "and --limit)"]
+    assert result.gate_lines()[0].startswith("FAILED: no host to judge")
 
 
 def test_audit_with_no_runtimeclass_fails_unless_allowed(fleet, tmp_path):
@@ -378,7 +390,7 @@ def test_crosscheck_against_live_cluster(fleet, tmp_path):
     with FakeApiServer(runtimeclasses=[runtimeclass("nvidia", "nvidia"), runtimeclass("cdi", "nvidia-cdi")],
                        token=TOKEN) as fake:
         kubeconfig = write_kubeconfig(str(tmp_path / "kubeconfig"), fake.url, token=TOKEN)
-        result = ansible_run.playbook(CROSSCHECK, "localhost,", {"dump_file": str(dump), "kubeconfig": kubeconfig})
+        result = ansible_run.playbook(CROSSCHECK, "localhost,", {"dump_file": str(dump), "gpurt_kubeconfig": kubeconfig})
     assert result.rc == 2
     assert result.gate_lines()[0] == "MISSING=nvidia-cdi"
 

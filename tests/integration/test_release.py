@@ -101,11 +101,11 @@ def test_only_the_installed_copy_is_found(user):
 
 def test_validate_bootstrap_by_fqcn(user, containerd):
     result = playbook(user, "validate_bootstrap", {
-        "bootstrap_template": os.path.join(FIXTURES, "config.toml.j2"),
-        "bootstrap_files": [{"src": os.path.join(FIXTURES, "99-nvidia.toml.j2"),
+        "gpurt_bootstrap_template": os.path.join(FIXTURES, "config.toml.j2"),
+        "gpurt_bootstrap_files": [{"src": os.path.join(FIXTURES, "99-nvidia.toml.j2"),
                              "dest": "/etc/containerd/conf.d/99-nvidia.toml"}],
-        "bootstrap_vars": os.path.join(FIXTURES, "vars.yml"),
-        "runtimeclasses": os.path.join(FIXTURES, "runtimeclass-nvidia.yaml"),
+        "gpurt_bootstrap_vars": os.path.join(FIXTURES, "vars.yml"),
+        "gpurt_runtimeclasses_src": os.path.join(FIXTURES, "runtimeclass-nvidia.yaml"),
         "gpurt_bootstrap_containerd_bins": {"1": containerd["1.7"], "2": containerd["2.1"]}})
     assert result.rc == 0, result
     assert result.gate_lines() == ["bootstrap: OK"]
@@ -180,9 +180,9 @@ def test_an_unsupported_controller_fails_at_play_start_saying_what_it_needs(cont
     env["PATH"] = UNSUPPORTED + os.pathsep + env["PATH"]
     argv = [os.path.join(UNSUPPORTED, "ansible-playbook"), "-i", "localhost,",
             os.path.join(REPO, "playbooks", "validate_bootstrap.yml"),
-            "-e", json.dumps({"bootstrap_template": os.path.join(FIXTURES, "config.toml.j2"),
-                              "bootstrap_vars": os.path.join(FIXTURES, "vars.yml"),
-                              "runtimeclasses": os.path.join(FIXTURES, "runtimeclass-nvidia.yaml"),
+            "-e", json.dumps({"gpurt_bootstrap_template": os.path.join(FIXTURES, "config.toml.j2"),
+                              "gpurt_bootstrap_vars": os.path.join(FIXTURES, "vars.yml"),
+                              "gpurt_runtimeclasses_src": os.path.join(FIXTURES, "runtimeclass-nvidia.yaml"),
                               "gpurt_bootstrap_containerd_bins": {"2": containerd["2.1"]}})]
     proc = subprocess.run(argv, cwd=REPO, env=env, check=False, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                           universal_newlines=True, timeout=300)

@@ -16,11 +16,11 @@ RUNTIMECLASS = os.path.join(FIXTURES, "runtimeclass-nvidia.yaml")
 
 def template_vars(**extra):
     base = {
-        "bootstrap_template": os.path.join(FIXTURES, "config.toml.j2"),
-        "bootstrap_files": [{"src": os.path.join(FIXTURES, "99-nvidia.toml.j2"),
+        "gpurt_bootstrap_template": os.path.join(FIXTURES, "config.toml.j2"),
+        "gpurt_bootstrap_files": [{"src": os.path.join(FIXTURES, "99-nvidia.toml.j2"),
                              "dest": "/etc/containerd/conf.d/99-nvidia.toml"}],
-        "bootstrap_vars": os.path.join(FIXTURES, "vars.yml"),
-        "runtimeclasses": RUNTIMECLASS,
+        "gpurt_bootstrap_vars": os.path.join(FIXTURES, "vars.yml"),
+        "gpurt_runtimeclasses_src": RUNTIMECLASS,
     }
     base.update(extra)
     return base
@@ -45,9 +45,9 @@ def test_good_template_on_2x_is_ok(containerd):
 
 
 def test_good_template_on_1x(containerd):
-    result = run(containerd, bootstrap_template=os.path.join(FIXTURES, "config-1x-inline.toml.j2"),
-                 bootstrap_vars={"gpu_runtime_name": "nvidia"}, bootstrap_containerd_major=1,
-                 runtimeclasses=RUNTIMECLASS)
+    result = run(containerd, gpurt_bootstrap_template=os.path.join(FIXTURES, "config-1x-inline.toml.j2"),
+                 gpurt_bootstrap_vars={"gpu_runtime_name": "nvidia"}, gpurt_bootstrap_containerd_version=1,
+                 gpurt_runtimeclasses_src=RUNTIMECLASS)
     assert result.rc == 0, result
     assert result.gate_lines() == ["bootstrap: OK"]
 
@@ -55,7 +55,7 @@ def test_good_template_on_1x(containerd):
 def test_drop_in_per_runtime_on_1x_loses_runc(containerd):
     # Measured: containerd 1.x lets the drop-in replace the whole CRI section, runc included.
     vars_file = {"containerd_major": 1, "gpu_runtime_name": "nvidia"}
-    result = run(containerd, **template_vars(bootstrap_vars=vars_file, bootstrap_containerd_major=1))
+    result = run(containerd, **template_vars(gpurt_bootstrap_vars=vars_file, gpurt_bootstrap_containerd_version=1))
     assert result.rc == 2, result
     # measured with a real 1.7 daemon: containerd starts, its CRI plugin does not load (issue 10)
     assert result.gate_lines() == [
@@ -85,14 +85,14 @@ def test_glob_that_matches_no_drop_in_is_missing(containerd):
 
 def test_v3_template_on_a_1x_node_is_refused(containerd):
     # A 2.x template shipped to a 1.x node group: containerd 1.7 refuses version 3.
-    result = run(containerd, **template_vars(bootstrap_containerd_major=1))
+    result = run(containerd, **template_vars(gpurt_bootstrap_containerd_version=1))
     assert result.rc == 2, result
     assert "version `3` is not supported" in result.text
     assert "Traceback" not in result.text
 
 
 def test_user_data_with_kubelet_systemd_and_default_cgroup(containerd):
-    result = run(containerd, bootstrap_userdata=os.path.join(FIXTURES, "user-data-mime.txt"), runtimeclasses=RUNTIMECLASS)
+    result = run(containerd, gpurt_bootstrap_userdata=os.path.join(FIXTURES, "user-data-mime.txt"), gpurt_runtimeclasses_src=RUNTIMECLASS)
     assert result.rc == 2, result
     lines = result.gate_lines()
     assert "bootstrap: MISSING=nvidia" not in lines
@@ -106,8 +106,8 @@ def test_against_a_live_cluster(containerd, tmp_path):
                       for n in ("nvidia", "nvidia-cdi")]
     with FakeApiServer(runtimeclasses=runtimeclasses, token=token) as fake:
         kubeconfig = write_kubeconfig(str(tmp_path / "kubeconfig"), fake.url, token=token)
-        extra = template_vars(kubeconfig=kubeconfig)
-        del extra["runtimeclasses"]
+        extra = template_vars(gpurt_kubeconfig=kubeconfig)
+        del extra["gpurt_runtimeclasses_src"]
         result = run(containerd, **extra)
         assert len(fake.list_requests("runtimeclasses")) == 1
     assert result.rc == 2, result
@@ -116,16 +116,16 @@ def test_against_a_live_cluster(containerd, tmp_path):
 
 
 def test_no_source_is_a_clear_error(containerd):
-    result = run(containerd, runtimeclasses=RUNTIMECLASS)
+    result = run(containerd, gpurt_runtimeclasses_src=RUNTIMECLASS)
     assert result.rc == 2
-    assert "pass -e bootstrap_template=FILE" in result.text
+    assert "pass -e gpurt_bootstrap_template=FILE" in result.text
 
 
 # --- NOT VALIDATED: what the sandbox cannot reproduce gets no verdict, and fails ----------------
 
 def test_eks_nodeadm_node_config_is_not_validated(containerd):
-    result = run(containerd, bootstrap_userdata=os.path.join(FIXTURES, "user-data-eks-nodeadm.txt"),
-                 runtimeclasses=RUNTIMECLASS)
+    result = run(containerd, gpurt_bootstrap_userdata=os.path.join(FIXTURES, "user-data-eks-nodeadm.txt"),
+                 gpurt_runtimeclasses_src=RUNTIMECLASS)
     assert result.rc == 2, result
     lines = result.gate_lines()
     assert lines == ["bootstrap: NOT VALIDATED: an EKS nodeadm NodeConfig: nodeadm renders /etc/containerd/config.toml "
@@ -135,8 +135,8 @@ def test_eks_nodeadm_node_config_is_not_validated(containerd):
 
 
 def test_commands_it_does_not_run_are_not_validated_with_each_reason(containerd):
-    result = run(containerd, bootstrap_userdata=os.path.join(FIXTURES, "user-data-generated.sh"),
-                 runtimeclasses=RUNTIMECLASS)
+    result = run(containerd, gpurt_bootstrap_userdata=os.path.join(FIXTURES, "user-data-generated.sh"),
+                 gpurt_runtimeclasses_src=RUNTIMECLASS)
     assert result.rc == 2, result
     assert result.gate_lines() == [
         "bootstrap: NOT VALIDATED: command not run: containerd config default > /etc/containerd/config.toml "
@@ -150,8 +150,8 @@ def test_commands_it_does_not_run_are_not_validated_with_each_reason(containerd)
 
 
 def test_drop_ins_without_the_main_config_are_not_validated_until_the_image_config_is_known(containerd, tmp_path):
-    dropin_only = template_vars(bootstrap_vars={"containerd_major": 2, "gpu_runtime_name": "nvidia"})
-    del dropin_only["bootstrap_template"]
+    dropin_only = template_vars(gpurt_bootstrap_vars={"containerd_major": 2, "gpu_runtime_name": "nvidia"})
+    del dropin_only["gpurt_bootstrap_template"]
     result = run(containerd, **dropin_only)
     assert result.rc == 2, result
     assert result.gate_lines() == [
@@ -198,7 +198,7 @@ def test_binary_of_another_release_is_refused(containerd):
 def test_containerd_23_node_group_loads_config_version_4(containerd, containerd_23):
     result = run(containerd, gpurt_bootstrap_containerd_version="2.3",
                  gpurt_bootstrap_containerd_bins=bins(containerd, **{"2.3": containerd_23}),
-                 **template_vars(bootstrap_vars={"containerd_major": 2, "gpu_runtime_name": "nvidia",
+                 **template_vars(gpurt_bootstrap_vars={"containerd_major": 2, "gpu_runtime_name": "nvidia",
                                                  "config_version": 4}))
     assert result.rc == 0, result
     assert result.gate_lines() == ["bootstrap: OK"]
@@ -209,7 +209,7 @@ def test_containerd_23_refuses_a_drop_in_above_the_root_version(containerd, cont
     # Measured: 2.1.9 loads these files; 2.3.4 exits 1, so a 2.3 node would not start containerd.
     result = run(containerd, gpurt_bootstrap_containerd_version="2.3",
                  gpurt_bootstrap_containerd_bins={"2.3": containerd_23},
-                 **template_vars(bootstrap_vars={"containerd_major": 2, "gpu_runtime_name": "nvidia",
+                 **template_vars(gpurt_bootstrap_vars={"containerd_major": 2, "gpu_runtime_name": "nvidia",
                                                  "config_version": 2, "dropin_version": 3}))
     assert result.rc == 2, result
     assert "higher than root config version 2" in result.text, result

@@ -286,3 +286,116 @@ class TestSummaryLines(object):
         i = lines.index("warn-node: 1 finding (1 warning)")
         assert lines[i + 1] == "  WARNING dead_imports_glob: dead_imports_glob on warn-node (fix: fix dead_imports_glob)"
         assert len(lines) == 5 + 5
+
+
+class TestCoverage(object):
+    """Issue 9 item 3: the hosts of a run against the cluster's Nodes."""
+
+    def test_hosts_without_a_node_object_and_nodes_no_host_covers(self):
+        cov = report.coverage({"gpu-1": "gpu-1", "gpu-2": "gpu-2.ec2.internal", "gpu-3": "gpu-3x"},
+                              ["gpu-1", "gpu-2", "gpu-3", "cpu-1", "cpu-2"], inventory_nodes=["cpu-2"])
+        assert cov["nodes_listed"] is True and cov["cluster_nodes"] == 5
+        assert cov["hosts_without_node"] == {"gpu-2": {"node_name": "gpu-2.ec2.internal", "closest": "gpu-2"},
+                                             "gpu-3": {"node_name": "gpu-3x", "closest": "gpu-3"}}
+        assert cov["nodes_not_checked"] == ["cpu-1", "cpu-2", "gpu-2", "gpu-3"]
+        assert cov["nodes_not_checked_in_inventory"] == ["cpu-2"]
+        lines = report.coverage_warnings(cov)
+        assert lines[0].startswith("gpu-2: no Node object named gpu-2.ec2.internal in the cluster: its labels are unknown")
+        assert lines[0].endswith("set gpurt_node_name to its Node's name (did you mean gpu-2?)")
+        assert lines[2] == ("not checked: 4 of the cluster's 5 Node(s) are covered by no host of this run: cpu-1, cpu-2, "
+                            "gpu-2, gpu-3; in the inventory but outside this run (host pattern or --limit): cpu-2")
+
+    def test_no_node_list_says_so_and_invents_nothing(self):
+        cov = report.coverage({"gpu-1": "gpu-1"}, None)
+        assert cov == {"nodes_listed": False, "why": cov["why"]} and "were not listed" in cov["why"]
+        built = report.build([report.node_entry("gpu-1", [])], coverage=cov)
+        assert cov["why"] in report.summary_lines(built)
+        root = ET.fromstring(report.to_junit(built).encode("utf-8"))
+        case = root.find("testsuite[@name='coverage']/testcase")
+        assert case.get("name") == "cluster Nodes" and case.find("skipped").get("message") == cov["why"]
+
+    def test_long_lists_are_cut_in_lines_not_in_the_report(self):
+        cov = report.coverage({}, ["n%03d" % i for i in range(30)])
+        line = report.coverage_warnings(cov)[-1]
+        assert line.endswith("n019 and 10 more (the report lists all)") and len(cov["nodes_not_checked"]) == 30
+
+    def test_junit_coverage_suite(self):
+        cov = report.coverage({"a": "a-x"}, ["b"])
+        built = report.build([report.node_entry("a", [])], coverage=cov)
+        suite = ET.fromstring(report.to_junit(built).encode("utf-8")).find("testsuite[@name='coverage']")
+        cases = dict((c.get("name"), c) for c in suite.findall("testcase"))
+        assert "no Node object named a-x" in cases["Node object of a"].find("system-out").text
+        assert cases["Node b"].find("skipped").get("message") == "not checked: no host of the inventory stands for it"
+        assert suite.get("skipped") == "1"
+
+
+class TestOutcomes(object):
+    """Issue 11 item 5: what a CI job reads first."""
+
+    def test_outcome_of_a_judged_run(self):
+        assert report.build([report.node_entry("a", [])])["outcome"] == "passed"
+        assert report.build(entries())["outcome"] == "failed"
+        assert report.build([report.node_entry("a", [])], run_failures=["x"])["outcome"] == "failed"
+        assert report.build([])["summary"]["passed"] is False  # nothing judged never passes
+
+    def test_a_not_judged_report_replaces_the_previous_one(self):
+        built = report.not_judged("hosts")
+        assert built["outcome"] == "not_judged" and built["nodes"] == {} and not built["summary"]["passed"]
+        root = ET.fromstring(report.to_junit(built).encode("utf-8"))
+        assert root.get("errors") == "1"
+        assert root.find("testsuite/testcase/error").get("message").startswith("not judged: this report was written when")
+
+    def test_write_replaces_whole_files(self, tmp_path):
+        path = str(tmp_path / "d" / "r.json")
+        report.write(path, "one\n")
+        report.write(path, "two\n")
+        assert open(path).read() == "two\n" and sorted(p.name for p in (tmp_path / "d").iterdir()) == ["r.json"]
+
+
+class TestRemediationReport(object):
+    def entries(self):
+        rem = {"outcome": "changed", "changed": True, "msg": "wrote /etc/containerd/conf.d/zz-gpurt-nvidia.toml",
+               "loaded_changes": ["runtimes.nvidia: (absent) -> {}"]}
+        return [
+            report.node_entry("a", [], extra={"remediation": rem}),
+            report.node_entry("b", status=report.REFUSED, not_checked_reason="sandbox image: x -> y",
+                              extra={"remediation": {"outcome": "refused", "reasons": ["sandbox image: x -> y"]}}),
+            report.node_entry("c", status=report.FAILED, not_checked_reason="unreachable: ssh",
+                              node_info={"unreachable": True}, extra={"remediation": {"outcome": "failed"}}),
+            report.node_entry("d", status=report.NOT_PROCESSED, not_checked_reason="the rollout stopped after batch 2",
+                              extra={"remediation": {"outcome": "not_processed"}}),
+        ]
+
+    def test_summary_lines_and_counts(self):
+        built = report.build(self.entries(), mode="remediation", notes=["STOPPED: the rollout stopped after batch 2"])
+        s = built["summary"]
+        assert (s["refused"], s["failed"], s["not_processed"], s["changed"], s["failing"]) == (1, 1, 1, 1, 3)
+        lines = report.summary_lines(built, details=True)
+        assert lines[:2] == ["a: OK (wrote /etc/containerd/conf.d/zz-gpurt-nvidia.toml)",
+                             "b: REFUSED (sandbox image: x -> y)"]
+        assert "d: NOT PROCESSED (the rollout stopped after batch 2)" in lines
+        assert lines[-2] == "STOPPED: the rollout stopped after batch 2"
+        assert lines[-1] == ("remediation: 1 changed, 0 unchanged; re-audited 1 of 4 node(s): 1 OK, 0 with findings, "
+                             "0 not checked, 1 refused, 1 failed, 1 not processed; 3 failing (fail_on=error)")
+        assert built["nodes"]["c"]["unreachable"] is True
+
+    def test_junit(self):
+        built = report.build(self.entries(), mode="remediation")
+        root = ET.fromstring(report.to_junit(built).encode("utf-8"))
+        assert root.get("name") == "gpurt.runtime_gate remediation"
+        assert (root.get("failures"), root.get("errors")) == ("1", "2")
+        suites = dict((s.get("name"), s) for s in root.findall("testsuite"))
+        assert "loaded change: runtimes.nvidia" in suites["a"].find("testcase[@name='remediation']/system-out").text
+        assert suites["b"].find("testcase/failure").get("type") == "REFUSED"
+        assert suites["d"].find("testcase/error").get("message") == "the rollout stopped after batch 2"
+
+    def test_not_validated(self):
+        entry = report.node_entry("bootstrap", status=report.NOT_VALIDATED, not_checked_reason="a; b",
+                                  extra={"reasons": ["a", "b"]})
+        built = report.build([entry], mode="bootstrap")
+        assert built["summary"]["not_validated"] == 1 and entry["failing"]
+        assert report.summary_lines(built)[-1].endswith("0 not checked, 1 not validated; 1 failing (fail_on=error)")
+        failure = ET.fromstring(report.to_junit(built).encode("utf-8")).find("testsuite/testcase/failure")
+        assert failure.text == "a\nb"
+        with pytest.raises(ValueError):
+            report.node_entry("x", status="BOGUS")

@@ -1,0 +1,267 @@
+"""Issue 9 item 4, honest rollouts: playbooks/remediate.yml on local nodes loaded by the real
+containerd, through the real ansible-playbook. The stop rule is gpurt_max_fail_percentage, also in
+one-host batches; the hosts a stopped rollout never reached are NOT PROCESSED in the summary, the
+recap and the reports; the report says per node what changed, what was refused and why, and the
+re-audit. Also: the Nodes of the cluster against the inventory (issue 9 item 3), become (issue 11
+item 2) and what a CI job sees (issue 11 item 5)."""
+import json
+import os
+import stat
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from tests.lib import ansible_run
+from tests.lib.fake_apiserver import FakeApiServer, write_kubeconfig
+from tests.lib.nodes import Node
+
+pytestmark = pytest.mark.integration
+REMEDIATE = os.path.join(ansible_run.REPO, "playbooks", "remediate.yml")
+TOKEN = "rollout-token-5e8f"
+RUNTIMECLASSES = "apiVersion: node.k8s.io/v1\nkind: RuntimeClass\nmetadata: {name: nvidia}\nhandler: nvidia\n"
+
+
+def host(tmp_path, name, version="2.1", kind="good", **extra):
+    """A node of the rollout. kind: good (gets nvidia), gather (its containerd is missing: FAILED),
+    refused (asks containerd 1.6 for CDI: REFUSED), restart (the restart fails: FAILED)."""
+    node = Node(tmp_path / "nodes", name, "1.6" if kind == "refused" else version)
+    runtimes = [{"name": "nvidia", "binary_name": node.runtime_binary()}]
+    if kind == "refused":
+        runtimes.append({"name": "nvidia-cdi", "cdi": True,
+                         "binary_name": node.runtime_binary("usr/bin/nvidia-container-runtime.cdi")})
+    restart = ["sh", "-c", "exit 3" if kind == "restart" else "echo restarted >> %s" % node.path("restarts.log")]
+    facts = node.host_vars(containerd_runtime_runtimes=runtimes, containerd_runtime_restart_command=restart,
+                           containerd_runtime_backup_dir=node.path("var/backups/gpurt"))
+    if kind == "gather":
+        facts["containerd_runtime_containerd_bin"] = str(tmp_path / "missing" / "containerd")
+    facts.update(extra)
+    return node, facts
+
+
+def fleet(tmp_path, kinds, **group_vars):
+    nodes, hosts = {}, {}
+    for name, kind in kinds:
+        nodes[name], hosts[name] = host(tmp_path, name, kind=kind)
+    manifests = tmp_path / "rc.yaml"
+    manifests.write_text(RUNTIMECLASSES)
+    all_vars = {"gpurt_runtimeclasses_src": str(manifests), "gpurt_report_dir": str(tmp_path / "reports")}
+    all_vars.update(group_vars)
+    inventory = ansible_run.write_inventory(str(tmp_path / "hosts.json"), hosts, group_vars=all_vars)
+    return nodes, inventory
+
+
+def remediate(inventory, check=False, extra_env=None, **extra_vars):
+    return ansible_run.playbook(REMEDIATE, inventory, extra_vars=extra_vars or None, check=check, timeout=600,
+                                extra_env=extra_env)
+
+
+def reports(tmp_path):
+    with open(str(tmp_path / "reports" / "remediate.json")) as handle:
+        doc = json.load(handle)
+    root = ET.parse(str(tmp_path / "reports" / "remediate.junit.xml")).getroot()
+    return doc, root
+
+
+def written(node):
+    return sorted(os.listdir(node.path("etc/containerd/conf.d"))) if os.path.isdir(node.path("etc/containerd/conf.d")) else []
+
+
+def words(text):
+    """Text with its whitespace made single spaces (ansible-core 2.16 wraps long lines)."""
+    return " ".join(text.split())
+
+
+def statuses(doc):
+    return dict((name, entry["status"]) for name, entry in doc["nodes"].items())
+
+
+KINDS = [("a", "good"), ("b", "gather"), ("c", "good"), ("d", "refused"), ("e", "good")]
+
+
+def test_one_host_batches_stop_by_the_users_percentage(tmp_path, containerd):
+    nodes, inventory = fleet(tmp_path, KINDS)
+
+    # 0% (the default): the first failed host stops the rollout; c, d and e are never touched.
+    run = remediate(inventory, gpurt_serial=1)
+    assert run.rc == 2, run
+    doc, root = reports(tmp_path)
+    assert statuses(doc) == {"a": "OK", "b": "FAILED", "c": "NOT PROCESSED", "d": "NOT PROCESSED", "e": "NOT PROCESSED"}
+    reason = ("the rollout stopped after batch 2: 1 of its 5 host(s) failed (b), more than "
+              "gpurt_max_fail_percentage=0% allows")
+    lines = run.gate_lines()
+    assert "c: NOT PROCESSED (%s)" % reason in lines, lines
+    assert "STOPPED: %s; NOT PROCESSED: 3 host(s)" % reason in lines
+    assert lines[-1] == ("remediation: 1 changed, 0 unchanged; re-audited 1 of 5 node(s): 1 OK, 0 with findings, "
+                         "0 not checked, 0 refused, 1 failed, 3 not processed; 4 failing (fail_on=error)")
+    # In the recap too: each host never reached is failed, with the reason.
+    for name in "cde":
+        assert run.recap[name]["failed"] == 1 and written(nodes[name]) == [], name
+    assert "fatal: [e]: FAILED!" in run.out and "NOT PROCESSED: " + reason in words(run.out)
+    assert written(nodes["a"]) == ["zz-gpurt-nvidia.toml"]
+    assert doc["rollout"]["stopped"] is True and doc["rollout"]["batches"] == 2
+    assert doc["outcome"] == "failed" and doc["check_mode"] is False
+    suites = dict((s.get("name"), s) for s in root.findall("testsuite"))
+    assert suites["c"].find("testcase/error").get("type") == "NOT PROCESSED"
+
+    # 20%: one failure of five goes on; the second (d, refused) stops it before e.
+    run = remediate(inventory, gpurt_serial=1, gpurt_max_fail_percentage=20)
+    assert run.rc == 2, run
+    doc, _root = reports(tmp_path)
+    assert statuses(doc) == {"a": "OK", "b": "FAILED", "c": "OK", "d": "REFUSED", "e": "NOT PROCESSED"}
+    assert doc["nodes"]["a"]["remediation"]["outcome"] == "unchanged"
+    assert doc["nodes"]["c"]["remediation"]["outcome"] == "changed"
+    assert doc["nodes"]["d"]["remediation"]["reasons"] == [
+        "runtime(s) nvidia-cdi ask for containerd's enable_cdi, which containerd 1.6 does not have (1.7+)"]
+    assert doc["nodes"]["d"]["remediation"]["step"] == "plan"
+    assert written(nodes["e"]) == []
+
+    # 40%: two of five may fail; every host is processed.
+    run = remediate(inventory, gpurt_serial=1, gpurt_max_fail_percentage=40)
+    assert run.rc == 2, run
+    doc, _root = reports(tmp_path)
+    assert statuses(doc) == {"a": "OK", "b": "FAILED", "c": "OK", "d": "REFUSED", "e": "OK"}
+    assert written(nodes["e"]) == ["zz-gpurt-nvidia.toml"]
+    assert doc["rollout"]["stopped"] is False and doc["rollout"]["batches"] == 5
+    assert [run.recap[n]["failed"] for n in "abcde"] == [0, 1, 0, 1, 0]
+
+
+def test_the_report_says_what_changed_what_was_refused_and_the_reaudit(tmp_path, containerd):
+    nodes, inventory = fleet(tmp_path, [("good", "good"), ("refused", "refused")])
+    # A RuntimeClass whose handler no node gets: the re-audit finds it missing on the remediated node.
+    (tmp_path / "rc.yaml").write_text(RUNTIMECLASSES + "---\n" + RUNTIMECLASSES.replace("nvidia", "kata"))
+    before = dict((n, written(node)) for n, node in nodes.items())
+
+    check = remediate(inventory, check=True, gpurt_serial="100%", gpurt_max_fail_percentage=100)
+    assert check.rc == 2, check
+    doc, root = reports(tmp_path)
+    assert doc["check_mode"] is True and dict((n, written(node)) for n, node in nodes.items()) == before
+    good = doc["nodes"]["good"]
+    assert good["remediation"]["msg"] == "would write %s, %s (the staged load was proved; check mode wrote nothing)" % (
+        nodes["good"].config_path, nodes["good"].path("etc/containerd/conf.d/zz-gpurt-nvidia.toml"))
+    assert not os.path.exists(nodes["good"].config_path)
+    assert good["status"] == "FINDINGS" and good["missing"] == ["MISSING=kata"]
+
+    run = remediate(inventory, gpurt_serial="100%", gpurt_max_fail_percentage=100)
+    assert run.rc == 2, run
+    doc, root = reports(tmp_path)
+    good, refused = doc["nodes"]["good"], doc["nodes"]["refused"]
+    files = [nodes["good"].config_path, nodes["good"].path("etc/containerd/conf.d/zz-gpurt-nvidia.toml")]
+    assert good["remediation"]["outcome"] == "changed" and good["remediation"]["files"] == files
+    assert any(".runtimes.nvidia.options.BinaryName: (absent) -> " in c for c in good["remediation"]["loaded_changes"])
+    assert good["runtimes"] == ["nvidia", "runc"] and good["missing"] == ["MISSING=kata"]
+    assert "missing_handler" in good["checks_run"]
+    assert refused["status"] == "REFUSED" and refused["findings"] == []
+    assert "good: 1 finding (1 error) (wrote %s)" % ", ".join(files) in run.gate_lines()
+    suites = dict((s.get("name"), s) for s in root.findall("testsuite"))
+    assert suites["refused"].find("testcase/failure").get("type") == "REFUSED"
+    assert [c.get("name") for c in suites["good"].findall("testcase") if c.find("failure") is not None] == [
+        "[error] missing_handler: kata"]
+    # The node's own failure says the same as the report.
+    assert "MISSING=kata" in run.out and "REFUSED: runtime(s) nvidia-cdi ask for containerd" in words(run.out)
+
+    again = remediate(inventory, gpurt_serial="100%", gpurt_max_fail_percentage=100)
+    doc, _root = reports(tmp_path)
+    assert doc["nodes"]["good"]["remediation"]["outcome"] == "unchanged" and again.changed() == 0
+
+
+def test_a_failed_restart_and_an_unreachable_node_fail_and_rc_4_says_unreachable(tmp_path, containerd):
+    nodes, inventory = fleet(tmp_path, [("good", "good"), ("restart", "restart")])
+    with open(inventory) as handle:
+        inv = json.load(handle)
+    inv["all"]["hosts"]["down"] = {"ansible_connection": "ssh", "ansible_host": "127.0.0.1", "ansible_port": 1,
+                                   "ansible_ssh_common_args": "-o ConnectTimeout=3 -o BatchMode=yes"}
+    with open(inventory, "w") as handle:
+        json.dump(inv, handle)
+    run = remediate(inventory, gpurt_serial=1, gpurt_max_fail_percentage=100)
+    assert run.rc == 4, run
+    doc, _root = reports(tmp_path)
+    assert statuses(doc) == {"good": "OK", "restart": "FAILED", "down": "FAILED"}
+    restart = doc["nodes"]["restart"]
+    # ansible-core 2.16 does not name a failed handler to the rescue.
+    assert restart["reason"].startswith("Restart containerd with the configured command failed: ") or \
+        restart["reason"] == "a handler (the containerd restart) failed: see its output above", restart["reason"]
+    assert restart["remediation"]["changed"] is True  # written, then the restart failed
+    assert doc["nodes"]["down"]["unreachable"] is True and doc["nodes"]["down"]["reason"].startswith("unreachable: ")
+    # (ansible-core 2.16 counts the handler failure its rescue handled as well.)
+    assert run.recap["down"]["unreachable"] == 1 and run.recap["restart"]["failed"] >= 1
+    # Ansible alone would have stopped at the first one-host batch that failed whole.
+    assert doc["rollout"]["batches"] == 3
+
+
+def test_nodes_of_the_cluster_against_the_inventory(tmp_path, containerd):
+    gpu = {"pool": "gpu"}
+    nodes, inventory = fleet(tmp_path, [("gpu-1", "good"), ("gpu-2", "good")],
+                             gpurt_kubeconfig=str(tmp_path / "kubeconfig"))
+    with open(inventory) as handle:
+        inv = json.load(handle)
+    del inv["all"]["vars"]["gpurt_runtimeclasses_src"]
+    inv["all"]["hosts"]["gpu-2"]["gpurt_node_name"] = "gpu-2.example.internal"
+    with open(inventory, "w") as handle:
+        json.dump(inv, handle)
+    runtimeclasses = [{"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass", "metadata": {"name": "nvidia"},
+                       "handler": "nvidia"},
+                      # Only pool=cdi Nodes: gpu-1's Node object says it cannot land there.
+                      {"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass", "metadata": {"name": "nvidia-cdi"},
+                       "handler": "nvidia-cdi", "scheduling": {"nodeSelector": {"pool": "cdi"}}}]
+    kube_nodes = [{"metadata": {"name": name, "labels": gpu}, "status": {"allocatable": {"cpu": "8"}}}
+                  for name in ("gpu-1", "gpu-2", "cpu-9")]
+    with FakeApiServer(runtimeclasses=runtimeclasses, nodes=kube_nodes, token=TOKEN) as fake:
+        write_kubeconfig(str(tmp_path / "kubeconfig"), fake.url, token=TOKEN)
+        run = remediate(inventory, gpurt_serial="100%", gpurt_max_fail_percentage=100,
+                        extra_env={"HOME": str(tmp_path), "ANSIBLE_CALLBACK_RESULT_FORMAT": "json"})
+        assert len(fake.list_requests("nodes")) == 1
+    doc, root = reports(tmp_path)
+    assert statuses(doc)["gpu-1"] == "OK", run  # labels from its Node object: nvidia-cdi cannot land there
+    assert doc["nodes"]["gpu-1"]["node_object"] is True and doc["nodes"]["gpu-2"]["node_object"] is False
+    # gpu-2's labels are unknown: every nodeSelector is taken to match, so nvidia-cdi is missing there.
+    assert doc["nodes"]["gpu-2"]["missing"] == ["MISSING=nvidia-cdi"]
+    assert doc["coverage"]["hosts_without_node"] == {"gpu-2": {"node_name": "gpu-2.example.internal", "closest": "gpu-2"}}
+    assert doc["coverage"]["nodes_not_checked"] == ["cpu-9", "gpu-2"]
+    warning = ("gpu-2: no Node object named gpu-2.example.internal in the cluster: its labels are unknown (every "
+               "RuntimeClass nodeSelector is taken to match) and its allocatable too (the overhead check is skipped); "
+               "set gpurt_node_name to its Node's name (did you mean gpu-2?)")
+    assert "[WARNING]: " + warning in words(run.text)
+    assert warning in run.gate_lines()
+    assert "not checked: 2 of the cluster's 3 Node(s) are covered by no host of this run: cpu-9, gpu-2" in run.gate_lines()
+    cases = [c.get("name") for c in root.findall("testsuite[@name='coverage']/testcase")]
+    assert cases == ["Node object of gpu-2", "Node cpu-9", "Node gpu-2"]
+
+
+def test_manifests_only_runs_say_the_nodes_were_not_listed(tmp_path, containerd):
+    _nodes, inventory = fleet(tmp_path, [("a", "good")])
+    run = remediate(inventory, gpurt_serial="100%")
+    assert run.rc == 0, run
+    doc, _root = reports(tmp_path)
+    assert doc["coverage"]["nodes_listed"] is False and doc["nodes"]["a"]["node_object"] is None
+    assert any(line.startswith("the cluster's Nodes were not listed") for line in run.gate_lines())
+    assert "no Node object" not in run.text
+
+
+def test_a_host_pattern_that_matches_nothing_fails_and_says_so(tmp_path, containerd):
+    _nodes, inventory = fleet(tmp_path, [("a", "good")])
+    run = remediate(inventory, gpurt_remediate_hosts="gpu-typo")
+    assert run.rc == 2, run
+    doc, _root = reports(tmp_path)
+    assert doc["outcome"] == "failed" and doc["nodes"] == {}
+    assert doc["run_failures"][0].startswith("no host to remediate")
+    assert run.gate_lines()[-2].startswith("FAILED: no host to remediate")
+
+
+def test_the_node_plays_become_root_unless_told_not_to(tmp_path, containerd):
+    # As root, Ansible skips become for root itself: become another user through a stand-in sudo that
+    # records its call and runs the command as it is.
+    log = tmp_path / "sudo.log"
+    sudo = tmp_path / "sudo"
+    sudo.write_text('#!/bin/sh\necho "$*" >> %s\nwhile [ $# -gt 0 ]; do case "$1" in -u) shift 2;; -*) shift;; '
+                    '*) break;; esac; done\nexec "$@"\n' % log)
+    sudo.chmod(sudo.stat().st_mode | stat.S_IXUSR)
+    _nodes, inventory = fleet(tmp_path, [("a", "good")], ansible_become_exe=str(sudo), ansible_become_user="daemon")
+    run = remediate(inventory, gpurt_serial="100%", gpurt_become=False)
+    assert run.rc == 0, run
+    assert not log.exists()
+    run = remediate(inventory, gpurt_serial="100%")
+    assert run.rc == 0, run
+    calls = log.read_text().splitlines()
+    assert calls and all("-u daemon" in call for call in calls)
+    # Only the node plays: the cluster and report tasks on the controller never become.
+    assert any("AnsiballZ_containerd_config_files.py" in call for call in calls)
