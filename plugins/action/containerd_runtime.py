@@ -135,6 +135,7 @@ class ActionModule(ActionBase):
         for key in ("changed", "invocation", "_ansible_no_log", "written", "removed", "backup_dir", "default_text",
                     "file_states", "migration"):
             gathered.pop(key, None)
+        loaded_config.drop_texts(gathered)  # registered for the whole play: parsed facts only
         result.update(changed=changed, gathered=gathered, loaded_after=gathered["loaded"])
         result.setdefault("msg", "every runtime is loaded as wanted; nothing written")
         return result

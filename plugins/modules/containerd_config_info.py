@@ -114,6 +114,14 @@ options:
       - The CRI endpoint C(crictl) talks to, such as C(unix:///run/containerd/containerd.sock).
       - Defaults to the loaded config's C([grpc] address), else C(unix:///run/containerd/containerd.sock).
     type: str
+  keep_texts:
+    description:
+      - Also return the raw texts the node sent, RV(dump) and each file's RV(files[].content).
+      - By default only what was parsed from them is returned (RV(loaded), RV(files[].parsed)). That
+        is all the checks need, and a registered result stays in the controller's memory for the
+        whole play, for every host.
+    type: bool
+    default: false
 extends_documentation_fragment:
   - gpurt.runtime_gate.attributes
   - gpurt.runtime_gate.attributes.action
@@ -332,6 +340,8 @@ def main():
             shim_dirs=dict(type="list", elements="path"),
             crictl_bin=dict(type="str", default="crictl"),
             cri_endpoint=dict(type="str"),
+            # read by the action plugin, which drops the texts once it parsed them
+            keep_texts=dict(type="bool", default=False),
         ),
         supports_check_mode=True,
     )
