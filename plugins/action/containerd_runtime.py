@@ -111,7 +111,8 @@ class ActionModule(ActionBase):
             return result
 
         written = self._node(task_vars, "write", files=node_files, expected_sha256=staged["normalized_sha256"],
-                             import_patterns=the_plan["import_patterns"], backup_dir=opts["backup_dir"])
+                             import_patterns=the_plan["import_patterns"], backup_dir=opts["backup_dir"],
+                             version_output=gathered.get("version_output"))
         if written.get("failed"):
             result.update(failed=True, changed=not written.get("restored", False), step="write",
                           restored=written.get("restored"), backup_dir=written.get("backup_dir"),

@@ -125,6 +125,12 @@ options:
     description: O(step=write) - where a directory of backups is made for this write (never under an imported dir).
     type: path
     default: /var/backups/gpurt-runtime-gate
+  version_output:
+    description:
+      - O(step=write) - what C(containerd --version) printed at O(step=gather), so that the gather after the
+        write runs no containerd command twice (it reuses the dump the write verified as well).
+      - When not given, the write runs C(containerd --version) itself.
+    type: str
 extends_documentation_fragment:
   - gpurt.runtime_gate.attributes
 attributes:
@@ -240,6 +246,7 @@ def main():
             expected_sha256=dict(type="str"),
             import_patterns=dict(type="list", elements="str", default=[]),
             backup_dir=dict(type="path", default="/var/backups/gpurt-runtime-gate"),
+            version_output=dict(type="str"),
         ),
         required_if=[("step", "stage", ["staged_main"]), ("step", "write", ["expected_sha256"])],
         supports_check_mode=True,
