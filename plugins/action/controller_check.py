@@ -14,6 +14,8 @@ from ansible.plugins.action import ActionBase
 
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import controller
 
+ARGUMENT_SPEC = {}  # no options
+
 
 class ActionModule(ActionBase):
     TRANSFERS_FILES = False
@@ -22,7 +24,7 @@ class ActionModule(ActionBase):
 
     def run(self, tmp=None, task_vars=None):
         result = super(ActionModule, self).run(tmp, task_vars)
-        self.validate_argument_spec(argument_spec={})
+        self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
         found = controller.facts(sys.version_info, sys.executable, ansible_version)
         result.update(changed=False, **found)
         if found["problems"]:
