@@ -586,11 +586,12 @@ def main(argv=None):
         print("peak controller memory, ansible-playbook and its workers (sum of PSS; sum of RSS counts the pages "
               "workers share with it once each):")
         for r in rows:
-            for kind in ("bare", "audit"):
-                m = r["mem"][kind]
-                print("  N=%-4d %-5s main RSS %6.1f MiB (%5.1f KiB/host)  main+%d workers: PSS %6.1f MiB, RSS %6.1f MiB"
-                      % (r["n"], kind, mib(m["main_rss"]), m["main_rss"] / 1024.0 / r["n"], m["workers"],
-                         mib(m["pss"]), mib(m["rss"])))
+            bare, audit = r["mem"]["bare"], r["mem"]["audit"]
+            extra = audit["main_rss"] - bare["main_rss"]
+            print("  N=%-4d main RSS bare %6.1f MiB, audit %6.1f MiB (%+.1f MiB, %+.1f KiB per host over bare); main+%d "
+                  "workers: PSS bare %6.1f MiB, audit %6.1f MiB; RSS bare %6.1f MiB, audit %6.1f MiB"
+                  % (r["n"], mib(bare["main_rss"]), mib(audit["main_rss"]), mib(extra), extra / 1024.0 / r["n"],
+                     audit["workers"], mib(bare["pss"]), mib(audit["pss"]), mib(bare["rss"]), mib(audit["rss"])))
         for a, b in zip(rows, rows[1:]):
             dn = b["n"] - a["n"]
             print("marginal cost per extra host, N=%d->%d: bare %.0f ms, audit %.0f ms; main RSS bare %.1f KiB, "
