@@ -102,8 +102,11 @@ test-oldest: setup $(OLDEST_VENV)/.installed $(if $(UNSUPPORTED_PYTHON),$(UNSUPP
 	GPURT_UNSUPPORTED_ANSIBLE_BIN=$(if $(UNSUPPORTED_PYTHON),$(UNSUPPORTED_VENV)/bin) \
 	  $(BIN)/pytest -q -p no:cacheprovider $(OLDEST_TESTS)
 
+# The check-mode audit against a bare playbook at N nodes: time ratio, API lists, peak controller memory
+# (benchmarks/README.md). BENCH_ARGS="--sizes 10,200,1000 --repeat 3" for the figures the README quotes.
+BENCH_ARGS ?=
 bench: setup
-	$(BIN)/python benchmarks/audit_scale.py
+	$(BIN)/python benchmarks/audit_scale.py $(BENCH_ARGS)
 
 build: setup
 	$(BIN)/ansible-galaxy collection build --force --output-path .cache/dist

@@ -7,6 +7,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible.module_utils.parsing.convert_bool import boolean
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import loaded_config
@@ -30,6 +31,8 @@ class ActionModule(ActionBase):
                 loaded_config.parse_gathered(result)
             except loaded_config.DumpError as exc:
                 result.update(failed=True, msg=str(exc))
+        if not boolean(self._task.args.get("keep_texts", False), strict=False):
+            loaded_config.drop_texts(result)
         if result.get("failed"):
             host = (task_vars or {}).get("inventory_hostname", "this host")
             result["msg"] = "%s: %s" % (host, result.get("msg", "containerd_config_info failed"))

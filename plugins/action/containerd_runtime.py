@@ -111,7 +111,8 @@ class ActionModule(ActionBase):
             return result
 
         written = self._node(task_vars, "write", files=node_files, expected_sha256=staged["normalized_sha256"],
-                             import_patterns=the_plan["import_patterns"], backup_dir=opts["backup_dir"])
+                             import_patterns=the_plan["import_patterns"], backup_dir=opts["backup_dir"],
+                             version_output=gathered.get("version_output"))
         if written.get("failed"):
             result.update(failed=True, changed=not written.get("restored", False), step="write",
                           restored=written.get("restored"), backup_dir=written.get("backup_dir"),
@@ -135,6 +136,7 @@ class ActionModule(ActionBase):
         for key in ("changed", "invocation", "_ansible_no_log", "written", "removed", "backup_dir", "default_text",
                     "file_states", "migration"):
             gathered.pop(key, None)
+        loaded_config.drop_texts(gathered)  # registered for the whole play: parsed facts only
         result.update(changed=changed, gathered=gathered, loaded_after=gathered["loaded"])
         result.setdefault("msg", "every runtime is loaded as wanted; nothing written")
         return result

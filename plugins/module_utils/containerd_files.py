@@ -273,7 +273,7 @@ def write(params):
     dump = None
     if failure is None:
         binary = cg.find_binary(params["containerd_bin"])
-        argv = [binary, "--config", config_path, "config", "dump"]
+        argv = [binary, "--config", os.path.abspath(config_path), "config", "dump"]
         try:
             rc, dump, stderr = _run(argv, params["timeout"], params["max_dump_bytes"])
         except cg.GatherError as exc:
@@ -289,7 +289,10 @@ def write(params):
     if not backups:
         os.rmdir(run_dir)
         run_dir = None
-    result = cg.gather(dict(params, gather_running=False))  # the restart comes next: no running view yet
+    # The restart comes next: no running view yet. The dump just taken and the version the gather
+    # step saw (version_output) are not run again.
+    result = cg.gather(dict(params, gather_running=False),
+                       ran={"dump": (argv, rc, dump, stderr), "version_output": params.get("version_output")})
     result.update(backup_dir=run_dir, written=[i["path"] for i in files if i.get("content") is not None],
                   removed=[i["path"] for i in files if i.get("content") is None])
     return result

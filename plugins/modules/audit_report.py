@@ -168,6 +168,11 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+gpurt_summary_lines:
+  description: The same as RV(summary_lines), for the C(gpurt.runtime_gate.summary) callback, which prints them after the recap.
+  returned: always
+  type: list
+  elements: str
 report:
   description: The whole report, as written to O(json_path).
   returned: always

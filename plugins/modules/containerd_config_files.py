@@ -125,6 +125,12 @@ options:
     description: O(step=write) - where a directory of backups is made for this write (never under an imported dir).
     type: path
     default: /var/backups/gpurt-runtime-gate
+  version_output:
+    description:
+      - O(step=write) - what C(containerd --version) printed at O(step=gather), so that the gather after the
+        write runs no containerd command twice (it reuses the dump the write verified as well).
+      - When not given, the write runs C(containerd --version) itself.
+    type: str
 extends_documentation_fragment:
   - gpurt.runtime_gate.attributes
 attributes:
@@ -148,6 +154,80 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+containerd_bin:
+  description: O(step=gather) and O(step=write) - the containerd binary that ran.
+  returned: step is gather or write
+  type: str
+config_path:
+  description: O(step=gather) and O(step=write) - the main config file.
+  returned: step is gather or write
+  type: str
+config_exists:
+  description: O(step=gather) and O(step=write) - whether it exists.
+  returned: step is gather or write
+  type: bool
+version_output:
+  description: O(step=gather) and O(step=write) - what C(containerd --version) printed (at O(step=write), O(version_output) when given).
+  returned: step is gather or write
+  type: str
+version:
+  description: O(step=gather) and O(step=write) - the containerd release.
+  returned: step is gather or write
+  type: str
+  sample: 2.1.9
+version_major:
+  description: O(step=gather) and O(step=write) - its major number.
+  returned: step is gather or write
+  type: int
+version_minor:
+  description: O(step=gather) and O(step=write) - its minor number.
+  returned: step is gather or write
+  type: int
+refused:
+  description:
+    - O(step=gather) and O(step=write) - null, or why containerd refuses the config (as RV(gpurt.runtime_gate.containerd_config_info#module:refused)).
+  returned: step is gather or write
+  type: dict
+files:
+  description:
+    - O(step=gather) and O(step=write) - the main config, imported and drop-in files, each with C(path), C(role), C(content)
+      and C(error), as M(gpurt.runtime_gate.containerd_config_info) returns them with O(gpurt.runtime_gate.containerd_config_info#module:keep_texts=true).
+  returned: step is gather or write
+  type: list
+  elements: dict
+dropin_dirs:
+  description: O(step=gather) and O(step=write) - the directories listed for drop-in files (O(dropin_dirs)).
+  returned: step is gather or write
+  type: list
+  elements: str
+paths:
+  description:
+    - O(step=gather) and O(step=write) - facts on the runtime binaries and files named in the dump and files, and on
+      O(extra_paths), by path (as M(gpurt.runtime_gate.containerd_config_info) returns them).
+  returned: step is gather or write
+  type: dict
+shims:
+  description: O(step=gather) and O(step=write) - the facts of each non-runc C(runtime_type)'s shim binary.
+  returned: step is gather or write
+  type: dict
+kubelet_config:
+  description: O(step=gather) and O(step=write) - the kubelet config's C(path), C(exists), C(content) and C(error).
+  returned: step is gather or write
+  type: dict
+cdi_spec_dirs_read:
+  description: O(step=gather) and O(step=write) - the CDI spec directories read.
+  returned: step is gather or write
+  type: list
+  elements: str
+cdi_specs:
+  description: O(step=gather) and O(step=write) - the CDI specs and whether the host paths they name exist.
+  returned: step is gather or write
+  type: list
+  elements: dict
+running:
+  description: O(step=gather) - the running view (as M(gpurt.runtime_gate.containerd_config_info) returns it).
+  returned: step is gather
+  type: dict
 default_text:
   description: O(step=gather) - what C(containerd config default) prints.
   returned: step is gather
@@ -156,12 +236,18 @@ file_states:
   description: O(step=gather) - sha256, mode, uid and gid of the main config and of each file of O(dropin_dir).
   returned: step is gather
   type: dict
+dropin_dir_exists:
+  description: O(step=gather) - whether O(dropin_dir) exists.
+  returned: step is gather
+  type: bool
 migration:
   description: O(step=gather) - containerd's migration of the main file, or null when none was asked for.
   returned: step is gather
   type: dict
 dump:
-  description: The loaded config; of the staged files for O(step=stage), of the written ones for O(step=write).
+  description:
+    - The loaded config; of the node's files for O(step=gather), of the staged files for O(step=stage), of the
+      written ones for O(step=write). Null when containerd refused it.
   returned: success
   type: str
 dump_warnings:
@@ -173,6 +259,10 @@ rc:
   description: O(step=stage) - exit code of the staged C(config dump).
   returned: step is stage
   type: int
+stderr_tail:
+  description: O(step=stage) - the end of what the staged C(config dump) printed on stderr when it failed; empty otherwise.
+  returned: step is stage
+  type: str
 imports:
   description: The imports entries and the files they match (O(step=stage) - mapped back to node paths).
   returned: success
@@ -200,6 +290,19 @@ restored:
   description: O(step=write) failed - whether every file was put back as it was.
   returned: failure of step write
   type: bool
+restore_problems:
+  description: O(step=write) failed - the files that could not be put back, and why.
+  returned: failure of step write
+  type: list
+  elements: str
+dump_after_write:
+  description: O(step=write) failed - the dump of the written files, or null when they did not load.
+  returned: failure of step write
+  type: str
+step:
+  description: The step that failed.
+  returned: failure
+  type: str
 """
 
 from ansible.module_utils.basic import AnsibleModule
@@ -240,6 +343,7 @@ def main():
             expected_sha256=dict(type="str"),
             import_patterns=dict(type="list", elements="str", default=[]),
             backup_dir=dict(type="path", default="/var/backups/gpurt-runtime-gate"),
+            version_output=dict(type="str"),
         ),
         required_if=[("step", "stage", ["staged_main"]), ("step", "write", ["expected_sha256"])],
         supports_check_mode=True,

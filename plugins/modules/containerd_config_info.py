@@ -114,6 +114,14 @@ options:
       - The CRI endpoint C(crictl) talks to, such as C(unix:///run/containerd/containerd.sock).
       - Defaults to the loaded config's C([grpc] address), else C(unix:///run/containerd/containerd.sock).
     type: str
+  keep_texts:
+    description:
+      - Also return the raw texts the node sent, RV(dump) and each file's RV(files[].content).
+      - By default only what was parsed from them is returned (RV(loaded), RV(files[].parsed)). That
+        is all the checks need, and a registered result stays in the controller's memory for the
+        whole play, for every host.
+    type: bool
+    default: false
 extends_documentation_fragment:
   - gpurt.runtime_gate.attributes
   - gpurt.runtime_gate.attributes.action
@@ -157,75 +165,69 @@ containerd_bin:
   description: The containerd binary that ran.
   returned: always
   type: str
-version:
-  description: The containerd release, as C(containerd --version) prints it.
-  returned: success
-  type: str
-  sample: 2.1.9
-version_major:
-  description: Major release number.
-  returned: success
-  type: int
-  sample: 2
-version_minor:
-  description: Minor release number.
-  returned: success
-  type: int
-  sample: 1
 config_path:
   description: The config file given to containerd.
   returned: always
   type: str
 config_exists:
-  description: Whether O(config_path) exists; when not, RV(dump) is C(containerd config default).
-  returned: success
-  type: bool
-dump:
-  description: The merged config containerd loads, as TOML text; null when containerd refused it.
-  returned: success
-  type: str
-refused:
-  description:
-    - Null when containerd loads the config. Else why it does not, from C(config dump), with
-      C(command), C(rc), C(cause) (containerd's own cause line, such as
-      C(containerd - drop-in config version 3 higher than root config version 2) or
-      C(fatal error - out of memory)), C(stderr_tail) and C(warnings).
+  description: Whether O(config_path) exists; when not, the dump is C(containerd config default).
   returned: success, and on failure when containerd refused the config
-  type: dict
-shims:
+  type: bool
+version_output:
+  description: What C(containerd --version) printed.
+  returned: success, and on failure when containerd refused the config
+  type: str
+  sample: containerd github.com/containerd/containerd/v2 v2.1.9 8b3b7ca2e5ce38e8f31a34f35b2b68ceb8470d89
+version:
+  description: The containerd release, as C(containerd --version) prints it.
+  returned: success, and on failure when containerd refused the config
+  type: str
+  sample: 2.1.9
+version_major:
+  description: Major release number.
+  returned: success, and on failure when containerd refused the config
+  type: int
+  sample: 2
+version_minor:
+  description: Minor release number.
+  returned: success, and on failure when containerd refused the config
+  type: int
+  sample: 1
+dump:
   description:
-    - For each C(runtime_type) that is not runc's, the facts of its shim binary (for example
-      C(io.containerd.kata.v2) runs C(containerd-shim-kata-v2)), searched in E(PATH) and next
-      to the containerd binary.
-  returned: success
-  type: dict
-running:
-  description:
-    - The running view, unless O(gather_running=false). C(source) is C(crictl) (from
-      C(crictl info)), C(process) (only the daemon's start time, C(daemon_started), to compare
-      with C(config_newest_mtime), the newest mtime of the files the next start loads) or
-      C(none) (C(error) says why).
-    - With C(crictl), C(runtimes), C(runtime_details) (C(runtime_type), C(binary_name) per
-      runtime), C(default_runtime_name), C(enable_cdi) (null on containerd 1.6) and
-      C(cdi_spec_dirs) are what the daemon loaded at its start.
-  returned: success
-  type: dict
-  sample:
-    source: crictl
-    runtimes: [nvidia, runc]
-    runtime_details: {nvidia: {runtime_type: io.containerd.runc.v2, binary_name: /usr/bin/nvidia-container-runtime}}
-    default_runtime_name: runc
-    enable_cdi: true
-    cdi_spec_dirs: [/etc/cdi, /var/run/cdi]
-    daemon_started: null
-    config_newest_mtime: 1767225600.0
-    error: null
-    endpoint: unix:///run/containerd/containerd.sock
+    - The merged config containerd loads, as TOML text; null when containerd refused it.
+    - Only with O(keep_texts=true); RV(loaded) is what was parsed from it.
+  returned: success, with O(keep_texts=true)
+  type: str
 dump_warnings:
   description: The warning and error lines containerd printed while loading (ignored keys and plugins).
   returned: success
   type: list
   elements: str
+refused:
+  description:
+    - Null when containerd loads the config. Else why it does not, from C(config dump).
+  returned: success, and on failure when containerd refused the config
+  type: dict
+  contains:
+    command:
+      description: The command that failed.
+      type: str
+    rc:
+      description: Its exit code.
+      type: int
+    cause:
+      description:
+        - containerd's own cause line, such as C(containerd - drop-in config version 3 higher than root
+          config version 2) or C(fatal error - out of memory), without its timestamp.
+      type: str
+    stderr_tail:
+      description: The last 2000 characters of what it printed on stderr.
+      type: str
+    warnings:
+      description: Its warning and error lines (at most 20).
+      type: list
+      elements: str
 imports:
   description: Every C(imports) entry of the config files, and the files it matches on this node.
   returned: success
@@ -246,7 +248,7 @@ imports:
       type: list
       elements: str
 files:
-  description: The config file, imported files and drop-in directory files, with their text.
+  description: The config file, the imported files and the files of the drop-in directories.
   returned: success
   type: list
   elements: dict
@@ -258,29 +260,135 @@ files:
       description: C(main), C(imported) (an imports entry matches it) or C(unreferenced).
       type: str
     content:
-      description: The text, or null when it could not be read.
+      description: The text, or null when it could not be read. Only with O(keep_texts=true).
       type: str
     error:
-      description: Why the text could not be read.
+      description: Why the text could not be read, or null.
       type: str
+    parsed:
+      description: What the action plugin parsed from the text, on the controller.
+      type: dict
+      contains:
+        path:
+          description: File path.
+          type: str
+        role:
+          description: As RV(files[].role).
+          type: str
+        error:
+          description: Why the file could not be read or parsed, or null.
+          type: str
+        version:
+          description: The config version the file declares (C(1) when it declares none).
+          type: int
+        version_written:
+          description: Whether the file has a C(version) line.
+          type: bool
+        runtimes_by_plugin:
+          description: The runtime names the file declares, by CRI plugin name.
+          type: dict
+          sample: {"io.containerd.cri.v1.runtime": ["nvidia"]}
+        plugins:
+          description: The plugin names the file has sections for.
+          type: list
+          elements: str
+        imports:
+          description: The file's own C(imports) entries.
+          type: list
+          elements: str
+        runtimes_tables:
+          description: CRI plugin names whose C(containerd) table has a C(runtimes) key, even an empty one.
+          type: list
+          elements: str
+dropin_dirs:
+  description: The drop-in directories that were listed (O(dropin_dirs) or its default).
+  returned: success
+  type: list
+  elements: str
 paths:
-  description: Facts on every runtime C(BinaryName) named in the dump or the files.
+  description:
+    - Facts on every runtime C(BinaryName), C(runtime_path), C(options.ConfigPath) and
+      C(base_runtime_spec) named in the dump or the files, by path.
+    - Each has C(path), C(resolved) (a bare name looked up in E(PATH)), C(exists), C(is_file),
+      C(executable), and C(searched) (the directories searched, for a bare name).
+  returned: success
+  type: dict
+shims:
+  description:
+    - For each C(runtime_type) that is not runc's, the facts of its shim binary (for example
+      C(io.containerd.kata.v2) runs C(containerd-shim-kata-v2)), as in RV(paths), searched in E(PATH),
+      systemd's default PATH, O(shim_dirs) and next to the containerd binary.
   returned: success
   type: dict
 kubelet_config:
-  description: The kubelet config file, path, exists and content.
+  description: The kubelet config file, read for its C(cgroupDriver).
   returned: success
   type: dict
+  contains:
+    path:
+      description: O(kubelet_config_path).
+      type: str
+    exists:
+      description: Whether it exists.
+      type: bool
+    content:
+      description: Its text, or null when it does not exist or was not read.
+      type: str
+    error:
+      description: Why an existing file was not read, or null.
+      type: str
+cdi_spec_dirs_read:
+  description: The CDI spec directories that were read (O(cdi_spec_dirs) or its default).
+  returned: success
+  type: list
+  elements: str
 cdi_specs:
   description: CDI spec files, with each host path they name and whether it exists.
   returned: success
   type: list
   elements: dict
+  contains:
+    path:
+      description: The spec file.
+      type: str
+    error:
+      description: Why it could not be read or parsed, or null.
+      type: str
+    host_paths:
+      description: Each host path it names (C(path)) and whether it exists (C(exists)).
+      type: list
+      elements: dict
+running:
+  description:
+    - The running view, unless O(gather_running=false). C(source) is C(crictl) (from
+      C(crictl info)), C(process) (only the daemon's start time, C(daemon_started), to compare
+      with C(config_newest_mtime), the newest mtime of the files the next start loads) or
+      C(none) (C(error) says why).
+    - With C(crictl), C(runtimes), C(runtime_details) (C(runtime_type), C(binary_name) per
+      runtime), C(default_runtime_name), C(enable_cdi) (null on containerd 1.6) and
+      C(cdi_spec_dirs) are what the daemon loaded at its start.
+    - C(endpoint) is the CRI endpoint asked, C(crictl_error) why C(crictl) gave no view,
+      C(started_from) C(proc) or C(systemd), and C(pid) the daemon's.
+  returned: success, unless O(gather_running=false)
+  type: dict
+  sample:
+    source: crictl
+    runtimes: [nvidia, runc]
+    runtime_details: {nvidia: {runtime_type: io.containerd.runc.v2, binary_name: /usr/bin/nvidia-container-runtime}}
+    default_runtime_name: runc
+    enable_cdi: true
+    cdi_spec_dirs: [/etc/cdi, /var/run/cdi]
+    daemon_started: null
+    config_newest_mtime: 1767225600.0
+    error: null
+    endpoint: unix:///run/containerd/containerd.sock
+    crictl_error: null
+    started_from: null
+    pid: null
 loaded:
   description:
-    - Summary of the loaded config, parsed on the controller by the action plugin.
-    - C(runtimes) maps each loaded runtime name to its C(runtime_type), C(binary_name),
-      C(systemd_cgroup) and the plugin it was found under.
+    - Summary of the loaded config, parsed on the controller by the action plugin; null when
+      containerd refused the config.
   returned: success
   type: dict
   contains:
@@ -292,13 +400,20 @@ loaded:
       type: list
       elements: str
     runtimes:
-      description: Loaded runtimes by name.
+      description:
+        - Loaded runtimes by name, each with C(name), C(runtime_type), C(runtime_path), C(binary_name)
+          (C(options.BinaryName)), C(systemd_cgroup), C(cdi_devices), C(config_path)
+          (C(options.ConfigPath)), C(base_runtime_spec) and C(plugin), the CRI plugin it was found under.
       type: dict
     default_runtime_name:
       description: The runtime every pod without a RuntimeClass uses.
       type: str
     imports:
       description: The dump's imports (1.x, merged files; 2.x, patterns).
+      type: list
+      elements: str
+    cri_plugins:
+      description: The CRI plugin names whose sections have a C(containerd) table, where runtimes are declared.
       type: list
       elements: str
     enable_cdi:
@@ -332,6 +447,8 @@ def main():
             shim_dirs=dict(type="list", elements="path"),
             crictl_bin=dict(type="str", default="crictl"),
             cri_endpoint=dict(type="str"),
+            # read by the action plugin, which drops the texts once it parsed them
+            keep_texts=dict(type="bool", default=False),
         ),
         supports_check_mode=True,
     )

@@ -143,6 +143,17 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+node:
+  description: The node judged (O(node_name), or the host's name).
+  returned: always
+  type: str
+gpurt_summary_lines:
+  description:
+    - The lines the C(gpurt.runtime_gate.summary) callback prints after the recap - C(MISSING=<handler>) lines,
+      then other failing findings, or C(OK); prefixed with the node's name unless a lone dump was checked.
+  returned: always
+  type: list
+  elements: str
 status:
   description: C(OK), C(FINDINGS) or C(NOT CHECKED) (the gather result was a failure).
   returned: always

@@ -16,6 +16,9 @@ description:
     each one's C(handler), C(overhead) and C(scheduling) in a normalized form, sorted by name.
   - With O(src), reads RuntimeClass manifests from a file or directory instead and contacts no
     cluster, so a bootstrap template can be checked against the RuntimeClasses kept in git.
+  - With O(list_nodes=true), also lists the Nodes in the same API session and returns them as
+    M(gpurt.runtime_gate.node_info) does, so a play that needs both pays for one task (and one start
+    of the kubernetes client) instead of two.
   - A RuntimeClass C(handler) is never validated by the apiserver; this module only reports
     what the cluster holds. Compare it with the nodes' loaded runtimes to find missing handlers.
   - Read-only.
@@ -29,8 +32,16 @@ options:
         recursive) are read in name order.
       - Multi-document YAML, C(kind=List) and C(kind=RuntimeClassList) are understood; objects
         of other kinds are skipped.
-      - When set, no cluster is contacted and the connection options are ignored.
+      - When set, no cluster is contacted for the RuntimeClasses; the connection options are used
+        only for O(list_nodes).
     type: path
+  list_nodes:
+    description:
+      - Also list every Node of the cluster, in the same session as the RuntimeClasses (one list
+        request per resource, page by page), and return them as RV(nodes).
+      - The Nodes always come from the cluster, also with O(src).
+    type: bool
+    default: false
 extends_documentation_fragment:
   - gpurt.runtime_gate.attributes
   - gpurt.runtime_gate.k8s_auth
@@ -78,6 +89,13 @@ EXAMPLES = r"""
   delegate_to: localhost
   register: gpurt_runtimeclasses
 
+- name: The RuntimeClasses and the Nodes (labels, allocatable, runtime handlers) in one task
+  gpurt.runtime_gate.runtimeclass_info:
+    list_nodes: true
+  run_once: true
+  delegate_to: localhost
+  register: gpurt_cluster
+
 - name: The RuntimeClasses kept in git, without a cluster
   gpurt.runtime_gate.runtimeclass_info:
     src: "{{ playbook_dir }}/manifests/runtimeclasses/"
@@ -122,6 +140,15 @@ runtimeclasses:
       node_selector: {"nvidia.com/gpu.present": "true"}
       tolerations: []
       source: cluster
+nodes:
+  description:
+    - With O(list_nodes=true), every Node, normalized, sorted by name, with the keys
+      M(gpurt.runtime_gate.node_info) returns for each (C(name), C(labels),
+      C(runtime_handlers), C(runtime_handler_features), C(allocatable), C(taints), C(unschedulable),
+      C(kubelet_version), C(container_runtime_version), C(source)).
+  returned: success, when O(list_nodes=true)
+  type: list
+  elements: dict
 source:
   description: C(cluster), or O(src) when the RuntimeClasses came from manifests.
   returned: always
@@ -133,12 +160,12 @@ server:
   type: str
   sample: https://10.0.0.1:6443
 api_requests:
-  description: HTTP requests sent to the apiserver, one per page and per retry; 0 with O(src).
+  description: HTTP requests sent to the apiserver, one per page and per retry (both resources with O(list_nodes)); 0 with O(src) alone.
   returned: always
   type: int
   sample: 1
 api_list_calls:
-  description: Complete list operations (each possibly several pages); 0 with O(src).
+  description: Complete list operations (each possibly several pages), one per resource listed; 0 with O(src) alone.
   returned: always
   type: int
   sample: 1
@@ -157,10 +184,17 @@ from ansible_collections.gpurt.runtime_gate.plugins.module_utils import list_mod
 
 
 def main():
-    module = AnsibleModule(argument_spec=list_module.argument_spec(), supports_check_mode=True)
+    module = AnsibleModule(argument_spec=list_module.argument_spec(list_nodes=dict(type="bool", default=False)),
+                           supports_check_mode=True)
     result = list_module.new_result()
-    items = list_module.list_normalized(module, result, "RuntimeClass", "runtimeclasses")
-    module.exit_json(runtimeclasses=items, **result)
+    wanted = [dict(kind="RuntimeClass", resource="runtimeclasses", src=module.params["src"])]
+    if module.params["list_nodes"]:
+        wanted.append(dict(kind="Node", resource="nodes"))
+    listed = list_module.list_many(module, result, wanted)
+    result["runtimeclasses"] = listed["runtimeclasses"]
+    if module.params["list_nodes"]:
+        result["nodes"] = listed["nodes"]
+    module.exit_json(**result)
 
 
 if __name__ == "__main__":

@@ -92,3 +92,14 @@ def parse_gathered(result):
     for entry in result.get("files", []):
         entry["parsed"] = summarize_file(entry)
     return result
+
+
+def drop_texts(result):
+    """Keep only the parsed facts of a gather result once parse_gathered() ran: the dump and each
+    file's text go. A registered result stays in the controller's memory for the whole play, for
+    every host; the judging reads the parsed ``loaded`` and ``files[*].parsed`` (and a file's
+    ``error`` says when it was not read). The kubelet config stays: the cgroup check parses it."""
+    result.pop("dump", None)
+    for entry in result.get("files", []):
+        entry.pop("content", None)
+    return result

@@ -90,6 +90,47 @@ def test_runtimeclass_info_with_kubeconfig_pages_through_the_list(fake, kubeconf
     assert "continue" in requests[1]["query"]
 
 
+def test_runtimeclass_info_lists_the_nodes_too_in_one_session(fake, kubeconfig, ansible_env):
+    rc, result, output = adhoc(ansible_env, "runtimeclass_info", "kubeconfig=%s list_nodes=true page_size=2" % kubeconfig)
+    assert rc == 0, output
+    assert [item["name"] for item in result["runtimeclasses"]] == ["kata", "nvidia", "nvidia-cdi"]
+    # the same normalized Nodes node_info returns
+    _rc, by_node_info, _output = adhoc(ansible_env, "node_info", "kubeconfig=%s" % kubeconfig)
+    assert result["nodes"] == by_node_info["nodes"]
+    assert [node["name"] for node in result["nodes"]] == ["cpu-1", "gpu-1", "gpu-2"]
+    # one list per resource, each paged (3 objects, pages of 2)
+    assert (result["api_requests"], result["api_list_calls"]) == (4, 2)
+    assert [len(fake.list_requests(res)) for res in ("runtimeclasses", "nodes")] == [2, 2 + 1]  # + node_info's
+    assert result["source"] == "cluster" and result["server"] == fake.url
+
+
+def test_runtimeclass_info_without_list_nodes_returns_no_nodes(fake, kubeconfig, ansible_env):
+    rc, result, output = adhoc(ansible_env, "runtimeclass_info", "kubeconfig=%s" % kubeconfig)
+    assert rc == 0, output
+    assert "nodes" not in result and fake.list_requests("nodes") == []
+
+
+def test_runtimeclass_info_manifests_with_nodes_from_the_cluster(fake, kubeconfig, ansible_env, tmp_path):
+    manifest = tmp_path / "rc.yaml"
+    manifest.write_text("apiVersion: node.k8s.io/v1\nkind: RuntimeClass\nmetadata: {name: nvidia}\nhandler: nvidia\n")
+    rc, result, output = adhoc(ansible_env, "runtimeclass_info", "src=%s kubeconfig=%s list_nodes=true"
+                               % (manifest, kubeconfig))
+    assert rc == 0, output
+    assert [item["source"] for item in result["runtimeclasses"]] == [str(manifest)]
+    assert [node["source"] for node in result["nodes"]] == ["cluster"] * 3
+    assert fake.list_requests("runtimeclasses") == [] and len(fake.list_requests("nodes")) == 1
+    assert (result["source"], result["api_list_calls"]) == (str(manifest), 1)
+
+
+def test_runtimeclass_info_fails_when_the_nodes_may_not_be_listed(fake, kubeconfig, ansible_env):
+    fake.respond_always("nodes", 403)
+    rc, result, output = adhoc(ansible_env, "runtimeclass_info", "kubeconfig=%s list_nodes=true retries=0" % kubeconfig)
+    assert rc == 2 and "localhost | FAILED! =>" in output, output
+    assert "listing nodes" in result["msg"] and "may not list nodes" in result["msg"], result["msg"]
+    assert len(fake.list_requests("runtimeclasses")) == 1
+    assert "Traceback" not in output
+
+
 def test_node_info_with_host_and_api_key_in_check_mode(fake, ansible_env):
     # The token comes in through a variable: ansible-core echoes literal ad-hoc -a text on failure.
     rc, result, output = adhoc(

@@ -150,3 +150,49 @@ def test_write_refuses_backups_an_imports_glob_would_load(tmp_path):
     with pytest.raises(cf.FilesError, match="would load the backups"):
         cf.write(_params(tmp_path, binary, files=files, expected_sha256="x", import_patterns=[pattern]))
     assert main.read_text() == "version = 3\n"
+
+
+def test_the_gather_after_a_write_runs_no_containerd_command_again(tmp_path):
+    """The write loads the written files once; its gather reuses that dump, and the version the gather
+    step saw (version_output): one containerd call in all. Without version_output, --version runs once."""
+    from tests.lib.fake_containerd import V21, FakeContainerd
+    (tmp_path / "etc/conf.d").mkdir(parents=True)
+    main = tmp_path / "etc/config.toml"
+    main.write_text("version = 3\n")
+    dump = "version = 3\nroot = '/x'\n"
+    fake = FakeContainerd(tmp_path, dump=dump)
+    files = [dict(path=str(main), content="version = 3\nimports = []\n", expect_sha256=_sha("version = 3\n"))]
+    result = cf.write(_params(tmp_path, str(fake.path), files=files, expected_sha256=cf.normalized_dump_sha256(dump),
+                              version_output=V21))
+    assert not result.get("failed"), result
+    assert fake.calls() == ["--config %s config dump" % main]
+    assert (result["dump"], result["version"], result["version_output"]) == (dump, "2.1.9", V21)
+    main.write_text("version = 3\n")
+    fake.log.unlink()
+    result = cf.write(_params(tmp_path, str(fake.path), files=files, expected_sha256=cf.normalized_dump_sha256(dump)))
+    assert sorted(fake.calls()) == ["--config %s config dump" % main, "--version"]
+
+
+def test_every_step_returns_only_keys_its_return_documents(tmp_path):
+    import yaml
+    from ansible_collections.gpurt.runtime_gate.plugins.modules import containerd_config_files
+    from tests.lib import module_docs
+    from tests.lib.fake_containerd import FakeContainerd
+    documented = yaml.safe_load(containerd_config_files.RETURN)
+    (tmp_path / "etc/conf.d").mkdir(parents=True)
+    main = tmp_path / "etc/config.toml"
+    main.write_text("version = 3\n")
+    dump = "version = 3\nimports = []\n"
+    fake = FakeContainerd(tmp_path, dump=dump)
+    own = str(tmp_path / "etc/conf.d/zz-gpurt-nvidia.toml")
+    gathered = cf.gather_for_plan(_params(tmp_path, str(fake.path), migrate="auto", crictl_bin="/nonexistent/crictl"))
+    staged = cf.stage(_params(tmp_path, str(fake.path), staged_main="version = 3\n",
+                              files=[dict(path=own, content="version = 3\n", expect_sha256=None)]))
+    written = cf.write(_params(tmp_path, str(fake.path), files=[dict(path=own, content="version = 3\n", expect_sha256=None)],
+                               expected_sha256=staged["normalized_sha256"]))
+    failed = cf.write(_params(tmp_path, str(fake.path), files=[dict(path=own, content="version = 3\n# 2\n",
+                                                                    expect_sha256=_sha("version = 3\n"))],
+                              expected_sha256="not what it loads"))
+    assert failed["failed"] is True and "running" in gathered
+    for result in (gathered, staged, written, failed):
+        assert module_docs.undocumented_keys(result, documented) == []

@@ -1,11 +1,14 @@
-"""The pure parts of the node-side gather: containerd's cause line, the shim name rule, the
-running view's parsing. The real binaries and daemons are in tests/integration."""
+"""The node-side gather: its pure parts (containerd's cause line, the shim name rule, the running
+view's parsing), and gather() end to end with small shell scripts standing in for containerd and
+crictl, one test per branch. The real binaries and daemons are in tests/integration."""
 import json
 import os
+import re
 
 import pytest
 
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils import containerd_gather as gather
+from tests.lib.fake_containerd import V16, V21, FakeContainerd
 
 GOROUTINE_DUMP = (
     'time="2026-01-01T00:00:00Z" level=warning msg="Configuration migrated from version 2, use `containerd config '
@@ -139,3 +142,217 @@ def test_running_view_without_crictl_or_daemon(tmp_path):
     assert view["error"] == "crictl not found (crictl_bin=%s); no running containerd daemon uses %s" % (
         tmp_path / "crictl", config)
     assert view["endpoint"] == "unix:///run/containerd/containerd.sock"
+
+
+# --- gather() end to end, with small shell scripts standing in for containerd and crictl --------
+
+def params(tmp_path, binary, **extra):
+    values = dict(containerd_bin=str(binary), config_path=str(tmp_path / "etc/containerd/config.toml"), dropin_dirs=None,
+                  kubelet_config_path=str(tmp_path / "kubelet.yaml"), cdi_spec_dirs=[], timeout=10,
+                  max_file_bytes=1 << 20, max_dump_bytes=1 << 24, max_memory_mb=1024, on_refused="fail",
+                  gather_running=False, shim_dirs=None, crictl_bin=str(tmp_path / "no-crictl"), cri_endpoint=None)
+    values.update(extra)
+    return values
+
+
+def write(path, text):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return str(path)
+
+
+def test_gather_follows_imports_and_lists_unreferenced_dropins(tmp_path):
+    etc = tmp_path / "etc/containerd"
+    write(etc / "config.toml", 'version = 3\nimports = ["%s/conf.d/*.toml"]\n' % etc)
+    write(etc / "conf.d/10-a.toml", 'version = 3\nimports = ["%s/nested.toml"]\n' % etc)
+    write(etc / "nested.toml", "version = 3\n")
+    write(etc / "conf.d/20-b.conf", "version = 3\n")  # .conf: no glob matches it
+    write(etc / "config.d/99-nvidia.toml", "version = 3\n")  # the wrong directory
+    fake = FakeContainerd(tmp_path, dump="version = 3\n", stderr='time="2026-01-01T00:00:00Z" level=warning msg="x"\nnoise\n')
+    result = gather.gather(params(tmp_path, fake.path))
+    assert (result["version"], result["version_major"], result["version_minor"]) == ("2.1.9", 2, 1)
+    assert result["version_output"] == V21 and result["config_exists"] is True
+    assert result["dump"] == "version = 3\n" and result["refused"] is None
+    assert result["dump_warnings"] == ['level=warning msg="x"']
+    roles = [(os.path.relpath(f["path"], str(etc)), f["role"]) for f in result["files"]]
+    assert roles == [("config.toml", "main"), ("conf.d/10-a.toml", "imported"), ("nested.toml", "imported"),
+                     ("conf.d/20-b.conf", "unreferenced"), ("config.d/99-nvidia.toml", "unreferenced")]
+    assert all(f["content"] == "version = 3\n" or "imports" in f["content"] for f in result["files"])
+    assert [(i["pattern"], len(i["matches"])) for i in result["imports"]] == [
+        ("%s/conf.d/*.toml" % etc, 1), ("%s/nested.toml" % etc, 1)]
+    assert result["imports"][1]["declared_in"] == str(etc / "conf.d/10-a.toml")
+    assert result["dropin_dirs"] == [str(etc / "conf.d"), str(etc / "config.d")]
+    assert "running" not in result
+    # both commands ran once
+    assert sorted(fake.calls()) == ["--config %s config dump" % (etc / "config.toml"), "--version"]
+
+
+def test_gather_without_a_config_file_dumps_the_defaults(tmp_path):
+    fake = FakeContainerd(tmp_path)
+    result = gather.gather(params(tmp_path, fake.path, dropin_dirs=[]))
+    assert result["config_exists"] is False and result["dump"] == "version = 3\n# default\n"
+    assert result["files"] == [{"path": str(tmp_path / "etc/containerd/config.toml"), "role": "main", "content": None,
+                                "error": "file does not exist"}]
+    assert sorted(fake.calls()) == ["--version", "config default"]
+
+
+def test_containerd_16_resolves_relative_imports_against_its_working_directory(tmp_path):
+    etc = tmp_path / "etc/containerd"
+    write(etc / "config.toml", 'version = 2\nimports = ["conf.d/*.toml"]\n')
+    for version, expected in ((V16, "/conf.d/*.toml"), (V21, "%s/conf.d/*.toml" % etc)):
+        fake = FakeContainerd(tmp_path, version=version, dump="version = 2\n")
+        result = gather.gather(params(tmp_path, fake.path, dropin_dirs=[]))
+        assert result["imports"][0]["resolved"] == expected, version
+
+
+@pytest.mark.parametrize("version, version_rc, message", [
+    ("containerd github.com/containerd/containerd v2.1.9", 1, "--version' failed (rc=1)"),
+    ("something else entirely", 0, "--version' failed (rc=0): something else entirely"),
+])
+def test_a_version_that_cannot_be_read_fails_the_gather(tmp_path, version, version_rc, message):
+    fake = FakeContainerd(tmp_path, version=version, version_rc=version_rc)
+    with pytest.raises(gather.GatherError, match=re.escape(message)):
+        gather.gather(params(tmp_path, fake.path))
+
+
+def test_a_refused_config_fails_or_is_reported(tmp_path):
+    write(tmp_path / "etc/containerd/config.toml", "version = 9\n")
+    stderr = ('time="2026-01-01T00:00:00Z" level=warning msg="ignoring"\n'
+              "containerd: drop-in config version 4 higher than root config version 2\n")
+    fake = FakeContainerd(tmp_path, dump="", dump_rc=1, stderr=stderr)
+    with pytest.raises(gather.ConfigRefused) as raised:
+        gather.gather(params(tmp_path, fake.path))
+    assert str(raised.value).startswith("containerd refuses the config: containerd: drop-in config version 4 higher")
+    assert raised.value.refused["rc"] == 1 and raised.value.partial["version"] == "2.1.9"
+    result = gather.gather(params(tmp_path, fake.path, on_refused="report", cdi_spec_dirs=None))
+    assert result["dump"] is None
+    assert result["refused"]["cause"] == "containerd: drop-in config version 4 higher than root config version 2"
+    assert result["refused"]["warnings"] == ['level=warning msg="ignoring"']
+    assert result["files"][0]["content"] == "version = 9\n"  # the files are still read
+    assert result["cdi_spec_dirs_read"] == ["/etc/cdi", "/var/run/cdi"]  # no dump: the defaults
+
+
+@pytest.mark.parametrize("fake_args, extra, message", [
+    (dict(dump=""), {}, "printed nothing"),
+    (dict(dump="x" * 2048), dict(max_dump_bytes=1024), "printed 2048 bytes, more than max_dump_bytes=1024"),
+    (dict(dump=b"version = 3\n# \xff\n"), {}, "printed bytes that are not UTF-8 (offset 14)"),
+    (dict(dump_prefix="sleep 30"), dict(timeout=1), "did not finish within 1 s (timeout option)"),
+])
+def test_bad_dumps_fail_clearly(tmp_path, fake_args, extra, message):
+    write(tmp_path / "etc/containerd/config.toml", "version = 3\n")
+    fake = FakeContainerd(tmp_path, **fake_args)
+    with pytest.raises(gather.GatherError, match=re.escape(message)):
+        gather.gather(params(tmp_path, fake.path, **extra))
+
+
+def test_the_dump_runs_under_the_memory_limit(tmp_path):
+    write(tmp_path / "etc/containerd/config.toml", "version = 3\n")
+    fake = FakeContainerd(tmp_path, dump_prefix='echo "# data limit $(ulimit -d)"')
+    assert gather.gather(params(tmp_path, fake.path, max_memory_mb=256))["dump"].startswith("# data limit 262144\n")
+    assert gather.gather(params(tmp_path, fake.path, max_memory_mb=0))["dump"].startswith("# data limit unlimited\n")
+
+
+def test_binaries_are_found_by_path_or_name(tmp_path, monkeypatch):
+    fake = FakeContainerd(tmp_path)
+    with pytest.raises(gather.GatherError, match="containerd binary not found: /nonexistent/containerd"):
+        gather.gather(params(tmp_path, "/nonexistent/containerd"))
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    with pytest.raises(gather.GatherError, match="containerd binary 'containerd' not found in PATH"):
+        gather.gather(params(tmp_path, "containerd"))
+    monkeypatch.setenv("PATH", "%s:/usr/bin:/bin" % fake.dir)
+    assert gather.gather(params(tmp_path, "containerd"))["containerd_bin"] == str(fake.path)
+
+
+def test_runtime_binaries_kubelet_and_cdi_specs_are_reported(tmp_path):
+    etc = tmp_path / "etc/containerd"
+    write(etc / "config.toml", "version = 3\n")
+    runtime = write(tmp_path / "bin/nvidia-container-runtime", "#!/bin/sh\n")
+    os.chmod(runtime, 0o755)
+    dump = ('version = 3\n[plugins."io.containerd.cri.v1.runtime"]\n  cdi_spec_dirs = ["%s"]\n'
+            '[plugins."io.containerd.cri.v1.runtime".containerd.runtimes.nvidia.options]\n'
+            '  BinaryName = "%s"\n  ConfigPath = "/nonexistent/kata.toml"\n' % (tmp_path / "cdi", runtime))
+    write(tmp_path / "cdi/good.json", json.dumps({"containerEdits": {"deviceNodes": [{"path": runtime}, {"path": "/nonexistent/dev"}]}}))
+    write(tmp_path / "cdi/bad.json", "{not json")
+    write(tmp_path / "cdi/README.md", "not a spec")
+    write(tmp_path / "kubelet.yaml", "cgroupDriver: systemd\n")
+    fake = FakeContainerd(tmp_path, dump=dump)
+    result = gather.gather(params(tmp_path, fake.path, cdi_spec_dirs=None))
+    assert result["paths"][runtime]["executable"] is True
+    assert result["paths"]["/nonexistent/kata.toml"]["exists"] is False
+    assert result["kubelet_config"] == {"path": str(tmp_path / "kubelet.yaml"), "exists": True,
+                                        "content": "cgroupDriver: systemd\n", "error": None}
+    assert result["cdi_spec_dirs_read"] == [str(tmp_path / "cdi")]
+    specs = dict((os.path.basename(s["path"]), s) for s in result["cdi_specs"])
+    assert sorted(specs) == ["bad.json", "good.json"]
+    assert specs["good.json"]["host_paths"] == [{"path": runtime, "exists": True}, {"path": "/nonexistent/dev", "exists": False}]
+    assert specs["bad.json"]["error"].startswith("not valid JSON")
+    missing = gather.gather(params(tmp_path, fake.path, kubelet_config_path=str(tmp_path / "none.yaml")))
+    assert missing["kubelet_config"] == {"path": str(tmp_path / "none.yaml"), "exists": False, "content": None, "error": None}
+
+
+def fake_crictl(tmp_path, body):
+    path = tmp_path / "crictl"
+    path.write_text("#!/bin/sh\necho \"$*\" > %s/crictl.args\n%s\n" % (tmp_path, body))
+    path.chmod(0o755)
+    return str(path)
+
+
+def test_the_running_view_from_crictl(tmp_path):
+    write(tmp_path / "etc/containerd/config.toml", 'version = 3\n[grpc]\n  address = "/run/k3s/containerd.sock"\n')
+    info = {"config": {"containerd": {"defaultRuntimeName": "runc", "runtimes": {"runc": {"runtimeType": "io.containerd.runc.v2"}}},
+                       "enableCDI": True, "cdiSpecDirs": ["/etc/cdi"]}}
+    crictl = fake_crictl(tmp_path, "echo '%s'" % json.dumps(info))
+    fake = FakeContainerd(tmp_path, dump='version = 3\n[grpc]\n  address = "/run/k3s/containerd.sock"\n')
+    result = gather.gather(params(tmp_path, fake.path, gather_running=True, crictl_bin=crictl))
+    running = result["running"]
+    assert (running["source"], running["runtimes"], running["enable_cdi"]) == ("crictl", ["runc"], True)
+    assert running["endpoint"] == "unix:///run/k3s/containerd.sock"  # the config's [grpc] address
+    assert (tmp_path / "crictl.args").read_text().split()[:2] == ["--runtime-endpoint", "unix:///run/k3s/containerd.sock"]
+
+
+@pytest.mark.parametrize("body, error", [
+    ("echo 'connect: connection refused' >&2; exit 1", "exited 1: connect: connection refused"),
+    ("echo 'not json'", "printed no usable JSON"),
+])
+def test_a_crictl_that_gives_no_view_says_why(tmp_path, body, error):
+    write(tmp_path / "etc/containerd/config.toml", "version = 3\n")
+    fake = FakeContainerd(tmp_path)
+    result = gather.gather(params(tmp_path, fake.path, gather_running=True, crictl_bin=fake_crictl(tmp_path, body),
+                                  cri_endpoint="unix:///x.sock"))
+    assert result["running"]["source"] == "none" and error in result["running"]["crictl_error"]
+    assert result["running"]["endpoint"] == "unix:///x.sock"
+
+
+def test_what_was_already_run_is_not_run_again(tmp_path):
+    config = write(tmp_path / "etc/containerd/config.toml", "version = 3\n")
+    fake = FakeContainerd(tmp_path, dump="version = 3\n# from the fake\n")
+    argv = [str(fake.path), "--config", config, "config", "dump"]
+    result = gather.gather(params(tmp_path, fake.path), ran={"dump": (argv, 0, "version = 3\n# ran\n", ""),
+                                                             "version_output": V16})
+    assert fake.calls() == []
+    assert (result["dump"], result["version"], result["version_major"]) == ("version = 3\n# ran\n", "1.6.20~ds1", 1)
+    # a dump of another command line is not this gather's: it runs its own
+    result = gather.gather(params(tmp_path, fake.path), ran={"dump": (argv[:1] + ["config", "default"], 0, "x", "")})
+    assert result["dump"] == "version = 3\n# from the fake\n" and sorted(fake.calls()) == ["--config %s config dump" % config,
+                                                                                          "--version"]
+    with pytest.raises(gather.GatherError, match="--version' failed"):
+        gather.gather(params(tmp_path, fake.path), ran={"version_output": "garbage"})
+
+
+def test_a_gather_result_has_only_keys_its_return_documents(tmp_path):
+    """Every key the node returns, after the action plugin parsed it, is in containerd_config_info's RETURN."""
+    from ansible_collections.gpurt.runtime_gate.plugins.modules import containerd_config_info
+    from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import loaded_config
+    from tests.lib import module_docs
+    import yaml
+    etc = tmp_path / "etc/containerd"
+    write(etc / "config.toml", 'version = 3\nimports = ["%s/conf.d/*.toml"]\n' % etc)
+    write(etc / "conf.d/99-nvidia.toml", 'version = 3\n[plugins."io.containerd.cri.v1.runtime".containerd.runtimes.nvidia]\n'
+                                         '  runtime_type = "io.containerd.kata.v2"\n')
+    fake = FakeContainerd(tmp_path, dump='version = 3\n[plugins."io.containerd.cri.v1.runtime".containerd.runtimes.nvidia]\n'
+                                         '  runtime_type = "io.containerd.kata.v2"\n')
+    result = gather.gather(params(tmp_path, fake.path, gather_running=True))
+    documented = yaml.safe_load(containerd_config_info.RETURN)
+    assert module_docs.undocumented_keys(loaded_config.parse_gathered(dict(result)), documented) == []
+    kept = loaded_config.drop_texts(loaded_config.parse_gathered(result))
+    assert "dump" not in kept and all("content" not in f and "parsed" in f for f in kept["files"])

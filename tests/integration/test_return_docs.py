@@ -1,0 +1,197 @@
+"""Every key a module returns is in its RETURN: one playbook runs each of the collection's modules
+(and its action plugin) for real, through ansible-playbook, on a fake node loaded by the real
+containerd 2.1 and against the fake apiserver, and every registered result is compared with
+what ansible-doc renders (nested keys too, where RETURN says what a dict or list contains)."""
+import json
+import os
+
+import pytest
+
+from tests.lib import ansible_run
+from tests.lib import module_docs
+from tests.lib.fake_apiserver import FakeApiServer, write_kubeconfig
+from tests.lib.nodes import Node
+
+pytestmark = pytest.mark.integration
+
+TOKEN = "return-docs-token-4c2d"
+RUNTIMECLASSES = [{"metadata": {"name": "nvidia"}, "handler": "nvidia",
+                   "scheduling": {"nodeSelector": {"pool": "gpu"}}, "overhead": {"podFixed": {"cpu": "100m"}}}]
+NODES = [{"metadata": {"name": "node-a", "labels": {"pool": "gpu"}},
+          "spec": {"taints": [{"key": "gpu", "effect": "NoSchedule"}]},
+          "status": {"allocatable": {"cpu": "8"}, "runtimeHandlers": [{"name": ""}, {"name": "nvidia"}],
+                     "nodeInfo": {"containerRuntimeVersion": "containerd://2.1.9", "kubeletVersion": "v1.33.1"}}}]
+
+MAIN = 'version = 3\nimports = ["{root}/etc/containerd/conf.d/*.toml"]\n'
+DROPIN = """version = 3
+[plugins."io.containerd.cri.v1.runtime"]
+  enable_cdi = true
+  cdi_spec_dirs = ["{root}/etc/cdi"]
+[plugins."io.containerd.cri.v1.runtime".containerd.runtimes.nvidia]
+  runtime_type = "io.containerd.runc.v2"
+  base_runtime_spec = "{root}/etc/containerd/base.json"
+[plugins."io.containerd.cri.v1.runtime".containerd.runtimes.nvidia.options]
+  BinaryName = "{root}/usr/bin/nvidia-container-runtime"
+  SystemdCgroup = true
+[plugins."io.containerd.cri.v1.runtime".containerd.runtimes.kata]
+  runtime_type = "io.containerd.kata.v2"
+"""
+CDI_SPEC = '{"cdiVersion": "0.5.0", "kind": "nvidia.com/gpu", "devices": [{"name": "0", "containerEdits": ' \
+           '{"deviceNodes": [{"path": "{root}/dev/nvidia0"}]}}]}'
+
+PLAYBOOK = """
+- name: The cluster and controller modules
+  hosts: localhost
+  gather_facts: false
+  module_defaults:
+    gpurt.runtime_gate.runtimeclass_info: {kubeconfig: "%(kubeconfig)s"}
+    gpurt.runtime_gate.node_info: {kubeconfig: "%(kubeconfig)s"}
+    gpurt.runtime_gate.runtimeclass: {kubeconfig: "%(kubeconfig)s"}
+  tasks:
+    - gpurt.runtime_gate.controller_check:
+      register: r_controller_check
+    - gpurt.runtime_gate.runtimeclass_info:
+        list_nodes: true
+      register: r_runtimeclass_info
+    - gpurt.runtime_gate.node_info:
+        names: [node-a, node-b]
+      register: r_node_info
+    - gpurt.runtime_gate.runtimeclass:
+        name: nvidia-cdi
+        handler: nvidia-cdi
+        overhead: {cpu: 100m}
+        node_selector: {pool: gpu}
+      register: r_runtimeclass
+    - gpurt.runtime_gate.bootstrap_sandbox:
+        root: "%(sandbox)s"
+        files:
+          - {path: /etc/containerd/config.toml, content: "version = 3\\n"}
+        containerd_version: "2.1"
+        containerd_bins: {"2": "%(containerd)s"}
+      register: r_bootstrap_sandbox
+
+- name: The node modules
+  hosts: node-a
+  gather_facts: false
+  tasks:
+    - gpurt.runtime_gate.containerd_config_info:
+        containerd_bin: "{{ gpurt_containerd_bin }}"
+        config_path: "{{ gpurt_containerd_config_path }}"
+        kubelet_config_path: "{{ gpurt_kubelet_config_path }}"
+        shim_dirs: ["{{ gpurt_root }}/opt/kata/bin"]
+        keep_texts: true
+      register: gpurt_loaded
+    - gpurt.runtime_gate.containerd_config_files:
+        step: gather
+        containerd_bin: "{{ gpurt_containerd_bin }}"
+        config_path: "{{ gpurt_containerd_config_path }}"
+        dropin_dir: "{{ gpurt_root }}/etc/containerd/conf.d"
+        kubelet_config_path: "{{ gpurt_kubelet_config_path }}"
+        extra_paths: ["{{ gpurt_root }}/usr/bin/nvidia-container-runtime"]
+      register: r_containerd_config_files
+    - gpurt.runtime_gate.runtime_check:
+        gathered: "{{ gpurt_loaded }}"
+        runtimeclasses: "{{ hostvars.localhost.r_runtimeclass_info.runtimeclasses }}"
+        nodes: "{{ hostvars.localhost.r_runtimeclass_info.nodes }}"
+        report_only: true
+      register: r_runtime_check
+    - gpurt.runtime_gate.audit_report:
+        runtimeclasses: "{{ hostvars.localhost.r_runtimeclass_info.runtimeclasses }}"
+        nodes: "{{ hostvars.localhost.r_runtimeclass_info.nodes }}"
+        json_path: "%(reports)s/audit.json"
+        junit_path: "%(reports)s/audit.junit.xml"
+        metrics_path: "%(reports)s/audit.prom"
+      register: r_audit_report
+      run_once: true
+      # findings fail the run; the result is what counts here
+      ignore_errors: true
+    # writes a drop-in on the second node: gather, stage, prove, write, verify
+    - gpurt.runtime_gate.containerd_runtime:
+        containerd_bin: "{{ gpurt_containerd_bin }}"
+        config_path: "{{ hostvars['node-b'].gpurt_containerd_config_path }}"
+        kubelet_config_path: "{{ hostvars['node-b'].gpurt_kubelet_config_path }}"
+        backup_dir: "{{ hostvars['node-b'].gpurt_root }}/var/backups"
+        runtimes:
+          - name: nvidia
+            binary_name: "{{ hostvars['node-b'].gpurt_root }}/usr/bin/nvidia-container-runtime"
+      register: r_containerd_runtime
+    # and refuses a runtime whose binary is missing
+    - gpurt.runtime_gate.containerd_runtime:
+        containerd_bin: "{{ gpurt_containerd_bin }}"
+        config_path: "{{ hostvars['node-b'].gpurt_containerd_config_path }}"
+        kubelet_config_path: "{{ hostvars['node-b'].gpurt_kubelet_config_path }}"
+        backup_dir: "{{ hostvars['node-b'].gpurt_root }}/var/backups"
+        runtimes:
+          - name: kata
+            runtime_type: io.containerd.kata.v2
+            binary_name: /nonexistent/kata-runtime
+      register: r_containerd_runtime_refused
+      ignore_errors: true
+
+- name: Save every result
+  hosts: localhost
+  gather_facts: false
+  tasks:
+    - ansible.builtin.copy:
+        dest: "%(results)s"
+        mode: "0644"
+        content: >-
+          {{ {'controller_check': [r_controller_check], 'runtimeclass_info': [r_runtimeclass_info],
+              'node_info': [r_node_info], 'runtimeclass': [r_runtimeclass],
+              'bootstrap_sandbox': [r_bootstrap_sandbox],
+              'containerd_config_info': [hostvars['node-a'].gpurt_loaded],
+              'containerd_config_files': [hostvars['node-a'].r_containerd_config_files],
+              'runtime_check': [hostvars['node-a'].r_runtime_check],
+              'audit_report': [hostvars['node-a'].r_audit_report],
+              'containerd_runtime': [hostvars['node-a'].r_containerd_runtime,
+                                     hostvars['node-a'].r_containerd_runtime_refused]} | to_json }}
+"""
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory, containerd):
+    tmp = tmp_path_factory.mktemp("return-docs")
+    hosts = {}
+    for name in ("node-a", "node-b"):
+        node = Node(tmp / "nodes", name, "2.1")
+        node.write("etc/containerd/config.toml", MAIN)
+        node.runtime_binary()
+        node.write("var/lib/kubelet/config.yaml", "kind: KubeletConfiguration\ncgroupDriver: systemd\n")
+        if name == "node-a":
+            node.write("etc/containerd/conf.d/99-nvidia.toml", DROPIN)
+            node.write("etc/containerd/config.d/stray.toml", "version = 3\n")  # an orphan
+            node.write("etc/cdi/nvidia.json", CDI_SPEC)
+        else:
+            os.makedirs(node.path("etc/containerd/conf.d"))
+        hosts[name] = node.host_vars(gpurt_root=node.root)
+    inventory = ansible_run.write_inventory(str(tmp / "inventory.json"), hosts)
+    with FakeApiServer(runtimeclasses=RUNTIMECLASSES, nodes=NODES, token=TOKEN) as fake:
+        kubeconfig = write_kubeconfig(str(tmp / "kubeconfig"), fake.url, token=TOKEN)
+        playbook = tmp / "all-modules.yml"
+        playbook.write_text(PLAYBOOK % dict(kubeconfig=kubeconfig, sandbox=tmp / "sandbox", containerd=containerd["2.1"],
+                                            reports=tmp / "reports", results=tmp / "results.json"))
+        run = ansible_run.playbook(str(playbook), inventory, extra_env={"HOME": str(tmp)})
+    assert run.rc == 0, run
+    with open(str(tmp / "results.json")) as handle:
+        return json.load(handle)
+
+
+@pytest.fixture(scope="module")
+def docs():
+    return module_docs.load_docs()
+
+
+def test_every_module_ran(results):
+    assert sorted(results) == module_docs.module_names()
+    refused = results["containerd_runtime"][1]
+    assert refused["failed"] is True and refused["refused"] is True and refused["step"] == "plan", refused
+    written = results["containerd_runtime"][0]
+    assert written["changed"] is True and "nvidia" in written["loaded_after"]["runtime_names"], written
+
+
+@pytest.mark.parametrize("name", module_docs.module_names())
+def test_every_returned_key_is_documented(results, docs, name):
+    documented = docs[name]["return"]
+    for result in results[name]:
+        assert result.get("failed") is not True or result.get("refused"), result.get("msg")
+        assert module_docs.undocumented_keys(result, documented) == [], module_docs.undocumented_keys(result, documented)

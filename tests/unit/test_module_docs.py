@@ -1,0 +1,61 @@
+"""Each action plugin's documented options (its module doc stub, fragments included, as
+ansible-doc renders them) are exactly its ARGUMENT_SPEC: names, types, elements, defaults,
+choices, required, aliases. (ansible-test validate-modules checks the real modules; it cannot see
+an action plugin's spec.) What the modules return against RETURN: tests/integration/test_return_docs.py."""
+import os
+
+import pytest
+
+from ansible_collections.gpurt.runtime_gate.plugins.action import audit_report
+from ansible_collections.gpurt.runtime_gate.plugins.action import bootstrap_sandbox
+from ansible_collections.gpurt.runtime_gate.plugins.action import containerd_runtime
+from ansible_collections.gpurt.runtime_gate.plugins.action import controller_check
+from ansible_collections.gpurt.runtime_gate.plugins.action import runtime_check
+from tests.lib import module_docs
+
+# Action plugins that validate their own arguments (their module file is documentation only).
+ACTION_SPECS = {
+    "audit_report": audit_report.ARGUMENT_SPEC,
+    "bootstrap_sandbox": bootstrap_sandbox.ARGUMENT_SPEC,
+    "containerd_runtime": containerd_runtime.ARGUMENT_SPEC,
+    "controller_check": controller_check.ARGUMENT_SPEC,
+    "runtime_check": runtime_check.ARGUMENT_SPEC,
+}
+
+
+@pytest.fixture(scope="module")
+def docs():
+    return module_docs.load_docs()
+
+
+def test_every_action_plugin_with_its_own_spec_is_listed(docs):
+    actions = sorted(name[:-3] for name in os.listdir(os.path.join(module_docs.MODULES_DIR, "..", "action"))
+                     if name.endswith(".py"))
+    # containerd_config_info's action passes every option to its real module (checked by validate-modules).
+    assert sorted(list(ACTION_SPECS) + ["containerd_config_info"]) == actions
+    assert set(actions) <= set(docs)
+
+
+@pytest.mark.parametrize("name", sorted(ACTION_SPECS))
+def test_doc_stub_options_equal_the_argument_spec(docs, name):
+    documented = module_docs.normalized_doc_options(docs[name]["doc"].get("options"))
+    spec = module_docs.normalized_spec(ACTION_SPECS[name])
+    assert sorted(documented) == sorted(spec), "options documented but not in the spec: %s; in the spec but " \
+        "not documented: %s" % (sorted(set(documented) - set(spec)), sorted(set(spec) - set(documented)))
+    differences = dict((option, {"documented": documented[option], "spec": spec[option]})
+                       for option in spec if documented[option] != spec[option])
+    assert differences == {}
+
+
+def test_the_comparison_sees_a_wrong_default_type_and_choices():
+    spec = module_docs.normalized_spec({"a": dict(type="int", default=3), "b": dict(choices=["x", "y"])})
+    assert module_docs.normalized_doc_options({"a": {"type": "int", "default": 3}, "b": {"choices": ["y", "x"]}}) == spec
+    assert module_docs.normalized_doc_options({"a": {"type": "int", "default": 4}, "b": {"choices": ["y", "x"]}}) != spec
+    assert module_docs.normalized_doc_options({"a": {"type": "str", "default": 3}, "b": {"choices": ["y", "x"]}}) != spec
+    assert module_docs.normalized_doc_options({"a": {"type": "int", "default": 3}, "b": {"choices": ["x"]}}) != spec
+
+
+def test_undocumented_keys_follow_contains():
+    documented = {"a": {"contains": {"b": {}}}, "c": {}}
+    result = {"a": [{"b": 1, "x": 2}], "c": {"free": 1}, "d": 0, "changed": False, "msg": ""}
+    assert module_docs.undocumented_keys(result, documented) == ["a[].x", "d"]
