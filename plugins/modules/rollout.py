@@ -236,4 +236,9 @@ written:
   returned: O(step=report)
   type: list
   elements: str
+gpurt_summary_lines:
+  description: The same as RV(summary_lines), for the C(gpurt.runtime_gate.summary) callback, which prints them after the recap.
+  returned: O(step=report)
+  type: list
+  elements: str
 """

@@ -922,6 +922,8 @@ def test_junit_report_parses(lab, audit):
     report = audit[1]
     tree = ET.parse(str(lab.base / "report" / "audit.junit.xml"))
     suites = dict((s.get("name"), s) for s in tree.getroot().iter("testsuite"))
+    # one suite per node, and one for the inventory against the cluster's Nodes
+    assert suites.pop("coverage").findall("testcase")
     assert sorted(suites) == sorted(NODES)
     for name, suite in suites.items():
         entry = report["nodes"][name]

@@ -138,7 +138,7 @@ def test_no_cluster_access_fails_before_judging(site):
     run = ansible_run.playbook(playbook("audit"), site["inventory"], check=True, extra_env=clean_env(site["tmp"]))
     assert run.rc == 2, run
     lines = run.gate_lines()
-    assert lines[0].startswith("NOT JUDGED: List the RuntimeClasses once (gpu-1): "), lines
+    assert lines[0].startswith("NOT JUDGED: List the RuntimeClasses and the Nodes once (gpu-1): "), lines
     assert "no kubeconfig found" in lines[0]
     assert_not_judged(site, "audit")
 

@@ -127,6 +127,40 @@ PLAYBOOK = """
             binary_name: /nonexistent/kata-runtime
       register: r_containerd_runtime_refused
       ignore_errors: true
+    # remediate.yml's rollout steps, on node-a's write of node-b's config
+    - gpurt.runtime_gate.rollout:
+        step: start
+      run_once: true
+      delegate_to: localhost
+      delegate_facts: true
+      register: r_rollout_start
+    - gpurt.runtime_gate.rollout:
+        step: batch
+        result_var: r_containerd_runtime
+        runtimeclasses: "{{ hostvars.localhost.r_runtimeclass_info.runtimeclasses }}"
+        nodes: "{{ hostvars.localhost.r_runtimeclass_info.nodes }}"
+      run_once: true
+      delegate_to: localhost
+      delegate_facts: true
+      register: r_rollout_batch
+    - gpurt.runtime_gate.rollout:
+        step: collect
+        batch_var: r_rollout_batch
+        nodes: "{{ hostvars.localhost.r_runtimeclass_info.nodes }}"
+      run_once: true
+      delegate_to: localhost
+      register: r_rollout_collect
+    - gpurt.runtime_gate.rollout:
+        step: report
+        collected_var: r_rollout_collect
+        runtimeclasses: "{{ hostvars.localhost.r_runtimeclass_info.runtimeclasses }}"
+        nodes: "{{ hostvars.localhost.r_runtimeclass_info.nodes }}"
+        json_path: "%(reports)s/remediate.json"
+        junit_path: "%(reports)s/remediate.junit.xml"
+      run_once: true
+      delegate_to: localhost
+      delegate_facts: true
+      register: r_rollout_report
 
 - name: Save every result
   hosts: localhost
@@ -144,7 +178,9 @@ PLAYBOOK = """
               'runtime_check': [hostvars['node-a'].r_runtime_check],
               'audit_report': [hostvars['node-a'].r_audit_report],
               'containerd_runtime': [hostvars['node-a'].r_containerd_runtime,
-                                     hostvars['node-a'].r_containerd_runtime_refused]} | to_json }}
+                                     hostvars['node-a'].r_containerd_runtime_refused],
+              'rollout': [hostvars['node-a'].r_rollout_start, hostvars['node-a'].r_rollout_batch,
+                          hostvars['node-a'].r_rollout_collect, hostvars['node-a'].r_rollout_report]} | to_json }}
 """
 
 

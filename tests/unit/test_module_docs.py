@@ -10,6 +10,7 @@ from ansible_collections.gpurt.runtime_gate.plugins.action import audit_report
 from ansible_collections.gpurt.runtime_gate.plugins.action import bootstrap_sandbox
 from ansible_collections.gpurt.runtime_gate.plugins.action import containerd_runtime
 from ansible_collections.gpurt.runtime_gate.plugins.action import controller_check
+from ansible_collections.gpurt.runtime_gate.plugins.action import rollout
 from ansible_collections.gpurt.runtime_gate.plugins.action import runtime_check
 from tests.lib import module_docs
 
@@ -19,6 +20,7 @@ ACTION_SPECS = {
     "bootstrap_sandbox": bootstrap_sandbox.ARGUMENT_SPEC,
     "containerd_runtime": containerd_runtime.ARGUMENT_SPEC,
     "controller_check": controller_check.ARGUMENT_SPEC,
+    "rollout": rollout.ARGUMENT_SPEC,
     "runtime_check": runtime_check.ARGUMENT_SPEC,
 }
 
