@@ -453,6 +453,12 @@ def build_connection(params, environ=None, service_account_dir=SERVICE_ACCOUNT_D
                 raise KubeError("%s %s does not exist" % (option, auth[option]))
             setattr(configuration, attribute, auth[option])
     _set_proxy(configuration, auth, secrets)
+    groups = auth.get("impersonate_groups") or []
+    if len(groups) > 1 and configuration.proxy and configuration.host.startswith("http://"):
+        # urllib3 sends a plain-http request through a proxy with the headers as a dict: the
+        # Impersonate-Group lines would arrive folded into one group named "a, b".
+        raise KubeError("impersonate_groups: %d groups cannot go through a proxy to a plain http:// apiserver "
+                        "(they would arrive as one group); use https, no_proxy, or one group" % len(groups))
     # Retries are counted and backed off here; urllib3's own would hide requests.
     configuration.retries = False
     return Connection(configuration, secrets, bearer=bearer, impersonate_user=auth.get("impersonate_user"),

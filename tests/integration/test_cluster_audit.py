@@ -6,6 +6,7 @@ import os
 import pytest
 
 from tests.lib import ansible_run
+from tests.lib.connect_proxy import ConnectProxy
 from tests.lib.fake_apiserver import FakeApiServer, write_kubeconfig
 
 pytestmark = pytest.mark.integration
@@ -134,3 +135,27 @@ def test_zero_runtimeclasses_fails_unless_allowed(tmp_path):
     assert "no RuntimeClass was read, so no handler was cross-checked" in refused.text
     assert allowed.rc == 0, allowed
     assert allowed.gate_lines()[0] == "gpu-a: OK"
+
+
+@pytest.mark.parametrize("no_proxy", [None, "127.0.0.1"])
+def test_connection_variables_reach_every_cluster_module(tmp_path, no_proxy):
+    """The gpurt_k8s_* variables go to runtimeclass_info and node_info through module_defaults of
+    the action group gpurt.runtime_gate.k8s: the proxy, no_proxy and impersonation too."""
+    with FakeApiServer(runtimeclasses=[runtimeclass("nvidia", "nvidia")],
+                       nodes=[node("gpu-a", {}, ["nvidia", "runc"])], token=TOKEN, tls=True) as fake, \
+            ConnectProxy() as proxy:
+        kubeconfig = write_kubeconfig(str(tmp_path / "kubeconfig"), fake.url, token=TOKEN,
+                                      certificate_authority=fake.ca_file)
+        extra = {"gpurt_kubeconfig": kubeconfig, "gpurt_k8s_proxy": proxy.url,
+                 "gpurt_k8s_impersonate_user": "gpu-auditor",
+                 "gpurt_k8s_impersonate_groups": ["gpu-admins", "system:authenticated"]}
+        if no_proxy:
+            extra["gpurt_k8s_no_proxy"] = no_proxy
+        result = ansible_run.playbook(PLAYBOOK, "localhost,", extra)
+    assert result.rc == 0, result
+    lists = fake.list_requests("runtimeclasses") + fake.list_requests("nodes")
+    assert len(lists) == 2
+    assert [(r["impersonate_user"], r["impersonate_groups"]) for r in lists] == \
+        [("gpu-auditor", ["gpu-admins", "system:authenticated"])] * 2
+    # One CONNECT tunnel per module run (each lists with its own session).
+    assert [r["method"] for r in proxy.requests] == ([] if no_proxy else ["CONNECT", "CONNECT"]), proxy.requests

@@ -633,6 +633,16 @@ def test_impersonation_headers(fake):
     assert request["impersonate_groups"] == ["gpu-admins", "system:authenticated"]
 
 
+def test_several_groups_through_a_proxy_to_plain_http_are_refused():
+    # Through the proxy urllib3 would fold the Impersonate-Group lines into one "a, b" group.
+    auth = dict(host="http://127.0.0.1:6443", proxy="http://127.0.0.1:3128", impersonate_groups=["a", "b"])
+    with pytest.raises(kube.KubeError, match="2 groups cannot go through a proxy to a plain http:// apiserver"):
+        kube.build_connection(auth, environ={})
+    kube.build_connection(dict(auth, impersonate_groups=["a"]), environ={})
+    kube.build_connection(dict(auth, host="https://127.0.0.1:6443"), environ={})
+    kube.build_connection(dict(auth, no_proxy="127.0.0.1"), environ={})
+
+
 def test_impersonation_from_environment(fake):
     environ = {"K8S_AUTH_IMPERSONATE_USER": "bob", "K8S_AUTH_IMPERSONATE_GROUPS": "a, b"}
     with kube.session_from_params(dict(host=fake.url, api_key=TOKEN), environ=environ) as client:
