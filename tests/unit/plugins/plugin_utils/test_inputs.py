@@ -20,8 +20,13 @@ def doc():
 
 
 def read_playbook(name):
+    """The playbook's text, and that of each vars file it loads."""
     with open(os.path.join(PLAYBOOKS, name + ".yml")) as handle:
-        return handle.read()
+        text = handle.read()
+    for vars_file in sorted(set(re.findall(r"^\s+- (vars/\S+\.yml)$", text, re.M))):
+        with open(os.path.join(PLAYBOOKS, vars_file)) as handle:
+            text += handle.read()
+    return text
 
 
 def test_every_playbook_has_a_spec_and_nothing_else_does(doc):
