@@ -254,7 +254,7 @@ def node_line(entry):
     parts = ["%d %s" % (entry["counts"][s], s) for s in checks.SEVERITIES if entry["counts"][s]]
     total = len(entry["findings"])
     return "%s: %d finding%s (%s)%s" % (entry["node"], total, "" if total == 1 else "s", ", ".join(parts),
-                                       _node_suffix(entry))
+                                        _node_suffix(entry))
 
 
 def totals_line(report):

@@ -139,7 +139,7 @@ def after_batch(state, entries):
         state["stop_reason"] = (
             "the rollout stopped after batch %d: %d of its %d host(s) failed (%s), more than "
             "gpurt_max_fail_percentage=%d%% allows" % (state["batches"], failed, total,
-                                                        report.names_text(state["failing"]), allowed))
+                                                       report.names_text(state["failing"]), allowed))
     return state
 
 

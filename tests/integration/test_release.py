@@ -103,7 +103,7 @@ def test_validate_bootstrap_by_fqcn(user, containerd):
     result = playbook(user, "validate_bootstrap", {
         "gpurt_bootstrap_template": os.path.join(FIXTURES, "config.toml.j2"),
         "gpurt_bootstrap_files": [{"src": os.path.join(FIXTURES, "99-nvidia.toml.j2"),
-                             "dest": "/etc/containerd/conf.d/99-nvidia.toml"}],
+                                   "dest": "/etc/containerd/conf.d/99-nvidia.toml"}],
         "gpurt_bootstrap_vars": os.path.join(FIXTURES, "vars.yml"),
         "gpurt_runtimeclasses_src": os.path.join(FIXTURES, "runtimeclass-nvidia.yaml"),
         "gpurt_bootstrap_containerd_bins": {"1": containerd["1.7"], "2": containerd["2.1"]}})

@@ -18,7 +18,7 @@ def template_vars(**extra):
     base = {
         "gpurt_bootstrap_template": os.path.join(FIXTURES, "config.toml.j2"),
         "gpurt_bootstrap_files": [{"src": os.path.join(FIXTURES, "99-nvidia.toml.j2"),
-                             "dest": "/etc/containerd/conf.d/99-nvidia.toml"}],
+                                   "dest": "/etc/containerd/conf.d/99-nvidia.toml"}],
         "gpurt_bootstrap_vars": os.path.join(FIXTURES, "vars.yml"),
         "gpurt_runtimeclasses_src": RUNTIMECLASS,
     }
@@ -199,7 +199,7 @@ def test_containerd_23_node_group_loads_config_version_4(containerd, containerd_
     result = run(containerd, gpurt_bootstrap_containerd_version="2.3",
                  gpurt_bootstrap_containerd_bins=bins(containerd, **{"2.3": containerd_23}),
                  **template_vars(gpurt_bootstrap_vars={"containerd_major": 2, "gpu_runtime_name": "nvidia",
-                                                 "config_version": 4}))
+                                                       "config_version": 4}))
     assert result.rc == 0, result
     assert result.gate_lines() == ["bootstrap: OK"]
     assert "containerd 2.3.4" in result.out
@@ -210,7 +210,7 @@ def test_containerd_23_refuses_a_drop_in_above_the_root_version(containerd, cont
     result = run(containerd, gpurt_bootstrap_containerd_version="2.3",
                  gpurt_bootstrap_containerd_bins={"2.3": containerd_23},
                  **template_vars(gpurt_bootstrap_vars={"containerd_major": 2, "gpu_runtime_name": "nvidia",
-                                                 "config_version": 2, "dropin_version": 3}))
+                                                       "config_version": 2, "dropin_version": 3}))
     assert result.rc == 2, result
     assert "higher than root config version 2" in result.text, result
     assert "bootstrap: OK" not in result.gate_lines()

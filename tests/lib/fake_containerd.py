@@ -23,7 +23,7 @@ class FakeContainerd(object):
             'if [ "$1" = config ] && [ "$2" = default ]; then cat "{d}/default"; exit 0; fi\n'
             "{prefix}\n"
             'cat "{d}/stderr" >&2\ncat "{d}/dump"\nexit {drc}\n'.format(d=self.dir, vrc=version_rc, drc=dump_rc,
-                                                                       prefix=dump_prefix))
+                                                                        prefix=dump_prefix))
         self.path.chmod(0o755)
 
     def calls(self):

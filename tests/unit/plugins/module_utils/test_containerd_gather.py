@@ -334,7 +334,7 @@ def test_what_was_already_run_is_not_run_again(tmp_path):
     # a dump of another command line is not this gather's: it runs its own
     result = gather.gather(params(tmp_path, fake.path), ran={"dump": (argv[:1] + ["config", "default"], 0, "x", "")})
     assert result["dump"] == "version = 3\n# from the fake\n" and sorted(fake.calls()) == ["--config %s config dump" % config,
-                                                                                          "--version"]
+                                                                                           "--version"]
     with pytest.raises(gather.GatherError, match="--version' failed"):
         gather.gather(params(tmp_path, fake.path), ran={"version_output": "garbage"})
 

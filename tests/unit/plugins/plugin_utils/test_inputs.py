@@ -145,5 +145,5 @@ def test_the_spec_lists_nothing_the_playbook_does_not_read(doc, name):
     unread = [option for option in inputs.options(doc, name) if not re.search(r"\b%s\b" % option, text)]
     # The modules read these host variables themselves (audit_report, rollout), not the playbook.
     unread = [o for o in unread if o not in ("gpurt_node_name", "gpurt_node_labels", "gpurt_node_allocatable",
-                                              "gpurt_kubelet_cgroup_driver") or name in ("crosscheck", "validate_bootstrap")]
+                                             "gpurt_kubelet_cgroup_driver") or name in ("crosscheck", "validate_bootstrap")]
     assert unread == [], "%s.yml does not read %s" % (name, unread)
