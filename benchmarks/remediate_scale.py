@@ -102,14 +102,46 @@ def verdict(run, n, changed_per_host):
     problems = []
     if run.rc != 0:
         problems.append("rc=%d" % run.rc)
-    # The playbooks' last play runs on localhost (it fails a run that matched no host): not a node.
-    recap = dict((h, r) for h, r in run.recap.items() if h != "localhost")
-    if len(recap) != n:
-        problems.append("%d hosts in recap" % len(recap))
-    wrong = [h for h, r in recap.items() if r["failed"] or r["unreachable"] or r["changed"] != changed_per_host]
+    nodes = dict((h, r) for h, r in run.recap.items() if h != "localhost")  # the audit's last play runs there
+    if len(nodes) != n:
+        problems.append("%d hosts in recap" % len(nodes))
+    wrong = [h for h, r in run.recap.items() if r["failed"] or r["unreachable"] or (h in nodes and r["changed"] != changed_per_host)]
     if wrong:
         problems.append("%d hosts not changed=%d or failed (%s ...)" % (len(wrong), changed_per_host, wrong[0]))
     return "; ".join(problems)
+
+
+def counting_binary(workdir, real):
+    """A wrapper that logs each containerd command line, then runs the real binary: how many times
+    each play runs containerd, per host."""
+    log = os.path.join(workdir, "containerd-calls.log")
+    path = os.path.join(workdir, "bin", "containerd")
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as handle:
+        handle.write('#!/bin/sh\necho "$*" >> "%s"\nexec "%s" "$@"\n' % (log, real))
+    os.chmod(path, 0o755)
+    return path, log
+
+
+def take_calls(log):
+    """{kind: count} of the logged containerd commands since the last call; empties the log."""
+    counts = {}
+    if os.path.exists(log):
+        with open(log) as handle:
+            for line in handle:
+                args = line.split()
+                if args[:1] == ["--version"]:
+                    kind = "version"
+                else:
+                    kind = " ".join(a for a in args if a in ("config", "dump", "default", "migrate")) or line.strip()
+                counts[kind] = counts.get(kind, 0) + 1
+        os.remove(log)
+    return counts
+
+
+def calls_text(counts, n):
+    total = sum(counts.values())
+    return "%.1f (%s)" % (float(total) / n, ", ".join("%s %.1f" % (k, float(v) / n) for k, v in sorted(counts.items())))
 
 
 def loaded_everywhere(workdir, names, binary):
@@ -141,8 +173,9 @@ def main(argv=None):
         args.forks = cfg.getint("defaults", "forks", fallback=5)
     workdir = os.path.abspath(args.workdir) if args.workdir else tempfile.mkdtemp(prefix="gpurt-remediate-scale-")
     os.makedirs(workdir, exist_ok=True)
-    binary = containerd_bins.ensure_binaries()["2.1"]
+    real_binary = containerd_bins.ensure_binaries()["2.1"]
     env = audit_scale.ansible_env(workdir, args.forks)
+    binary, calls_log = counting_binary(workdir, real_binary)
     manifests = os.path.join(workdir, "runtimeclasses.yaml")
     with open(manifests, "w") as handle:
         handle.write(RUNTIMECLASSES)
@@ -152,14 +185,18 @@ def main(argv=None):
     remediate = os.path.join(REPO, "playbooks", "remediate.yml")
     audit = os.path.join(REPO, "playbooks", "audit.yml")
     started = time.perf_counter()
-    print("workdir %s, forks %d, %d cpu, load %.1f, containerd 2.1 nodes" % (
-        workdir, args.forks, os.cpu_count() or 0, os.getloadavg()[0]), flush=True)
+    load_start = os.getloadavg()
+    loads = [load_start[0]]
+    print("workdir %s, forks %d, %d cpu, load %.1f %.1f %.1f, containerd 2.1 nodes" % (
+        workdir, args.forks, os.cpu_count() or 0, load_start[0], load_start[1], load_start[2]), flush=True)
 
     def play(playbook, names, check=False):
+        take_calls(calls_log)
         run, wall, _cpu = audit_scale.run_playbook(args.ansible_playbook, playbook,
                                                    inventory(workdir, names, binary, manifests), env, check,
                                                    ["-e", "gpurt_serial=%s" % args.serial])
-        return run, wall
+        loads.append(os.getloadavg()[0])
+        return run, wall, take_calls(calls_log)
 
     rows = []
     ok = True
@@ -169,24 +206,26 @@ def main(argv=None):
         play(minimal, warm)
         reset_nodes(workdir, warm)
         play(remediate, warm)
+        calls = {}
         for n in sizes:
             names = ["gpu-%03d" % i for i in range(n)]
             reset_nodes(workdir, names)
-            run, t_min = play(minimal, names)
+            run, t_min, calls["minimal"] = play(minimal, names)
             problems = [("minimal", verdict(run, n, 2))]
             reset_nodes(workdir, names)
-            run, t_bare = play(remediate, names)
+            run, t_bare, calls["remediate"] = play(remediate, names)
             problems.append(("remediate, bare nodes", verdict(run, n, 2)))
-            missing = loaded_everywhere(workdir, names, binary)
+            missing = loaded_everywhere(workdir, names, real_binary)
             if missing:
                 problems.append(("remediate, bare nodes", "nvidia not loaded on %d nodes" % len(missing)))
-            run, t_correct = play(remediate, names)
+            run, t_correct, calls["correct"] = play(remediate, names)
             problems.append(("remediate, already-correct nodes", verdict(run, n, 0)))
-            run, t_audit = play(audit, names, check=True)
+            run, t_audit, calls["audit"] = play(audit, names, check=True)
             problems.append(("check-mode audit", verdict(run, n, 0)))
             problems = [p for p in problems if p[1]]
             ok = ok and not problems
-            rows.append(dict(n=n, minimal=t_min, bare=t_bare, correct=t_correct, audit=t_audit, problems=problems))
+            rows.append(dict(n=n, minimal=t_min, bare=t_bare, correct=t_correct, audit=t_audit, problems=problems,
+                             calls=dict(calls)))
             print("  N=%d done" % n, flush=True)
         print()
         head = ("N", "minimal s", "remediate s", "correct s", "audit s", "remediate/minimal", "correct/audit",
@@ -201,7 +240,11 @@ def main(argv=None):
         print()
         print("one run each, wall time of the whole ansible-playbook; minimal = copy with validate + restart "
               "handler; remediate = playbooks/remediate.yml on bare nodes; correct = remediate.yml again "
-              "(changed=0); audit = playbooks/audit.yml --check on the correct nodes; load now %.1f" % os.getloadavg()[0])
+              "(changed=0); audit = playbooks/audit.yml --check on the correct nodes; load average (1 min) %.1f at "
+              "the start, %.1f-%.1f during, %.1f now" % (loads[0], min(loads), max(loads), os.getloadavg()[0]))
+        for r in rows:
+            print("containerd runs per host at N=%d: " % r["n"] + "; ".join(
+                "%s %s" % (kind, calls_text(r["calls"][kind], r["n"])) for kind in ("minimal", "remediate", "correct", "audit")))
         for r in rows:
             for kind, why in r["problems"]:
                 print("!!! UNEXPECTED at N=%d, %s: %s" % (r["n"], kind, why))
