@@ -23,3 +23,14 @@ attributes:
   action:
     description: Indicates this has a corresponding action plugin so some parts of the options can be executed on the controller.
 """
+
+    # Action plugins that read, judge and report on the controller: full check mode, nothing to diff.
+    CONTROLLER_REPORT = r"""
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: none
+  action:
+    support: full
+"""

@@ -52,13 +52,7 @@ options:
 extends_documentation_fragment:
   - gpurt.runtime_gate.attributes
   - gpurt.runtime_gate.attributes.action
-attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: none
-  action:
-    support: full
+  - gpurt.runtime_gate.attributes.controller_report
 """
 
 EXAMPLES = r"""
