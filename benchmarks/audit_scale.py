@@ -582,7 +582,7 @@ def main(argv=None):
               "%.1f now" % (suffix, loads[0], min(loads), max(loads), os.getloadavg()[0]))
         print("controller CPU (user+sys, all processes; of it the ansible-playbook main process): " + ", ".join(
             "N=%d bare %.1f s (%.1f) audit %.1f s (%.1f)" % (r["n"], r["bare_cpu"], r["mem"]["bare"]["main_cpu"], r["audit_cpu"],
-                                                          r["mem"]["audit"]["main_cpu"]) for r in rows))
+                                                             r["mem"]["audit"]["main_cpu"]) for r in rows))
         print("peak controller memory, ansible-playbook and its workers (sum of PSS; sum of RSS counts the pages "
               "workers share with it once each):")
         for r in rows:
@@ -596,8 +596,8 @@ def main(argv=None):
             dn = b["n"] - a["n"]
             print("marginal cost per extra host, N=%d->%d: bare %.0f ms, audit %.0f ms; main RSS bare %.1f KiB, "
                   "audit %.1f KiB" % (a["n"], b["n"], 1000 * (b["bare"] - a["bare"]) / dn, 1000 * (b["audit"] - a["audit"]) / dn,
-                                     (b["mem"]["bare"]["main_rss"] - a["mem"]["bare"]["main_rss"]) / 1024.0 / dn,
-                                     (b["mem"]["audit"]["main_rss"] - a["mem"]["audit"]["main_rss"]) / 1024.0 / dn))
+                                      (b["mem"]["bare"]["main_rss"] - a["mem"]["bare"]["main_rss"]) / 1024.0 / dn,
+                                      (b["mem"]["audit"]["main_rss"] - a["mem"]["audit"]["main_rss"]) / 1024.0 / dn))
         if sizes_of_result:
             print("registered gather result per host (JSON of gpurt_loaded): " + ", ".join(
                 "%s %.1f KiB (%.1f KiB with keep_texts=true)" % (
