@@ -34,3 +34,13 @@ attributes:
   action:
     support: full
 """
+
+    # The cluster modules: one module_defaults entry sets the connection for all of them.
+    K8S_GROUP = r"""
+attributes:
+  action_group:
+    description: Use C(group/gpurt.runtime_gate.k8s) in C(module_defaults) to set defaults for this module.
+    support: full
+    membership:
+      - gpurt.runtime_gate.k8s
+"""

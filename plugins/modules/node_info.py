@@ -44,6 +44,7 @@ options:
     type: str
 extends_documentation_fragment:
   - gpurt.runtime_gate.attributes
+  - gpurt.runtime_gate.attributes.k8s_group
   - gpurt.runtime_gate.k8s_auth
   - gpurt.runtime_gate.k8s_auth.list_options
   - gpurt.runtime_gate.k8s_auth.request_options

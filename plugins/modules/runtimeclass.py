@@ -99,6 +99,7 @@ options:
     default: gpurt
 extends_documentation_fragment:
   - gpurt.runtime_gate.attributes
+  - gpurt.runtime_gate.attributes.k8s_group
   - gpurt.runtime_gate.k8s_auth
   - gpurt.runtime_gate.k8s_auth.request_options
 attributes:

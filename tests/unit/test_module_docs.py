@@ -5,6 +5,7 @@ an action plugin's spec.) What the modules return against RETURN: tests/integrat
 import os
 
 import pytest
+import yaml
 
 from ansible_collections.gpurt.runtime_gate.plugins.action import audit_report
 from ansible_collections.gpurt.runtime_gate.plugins.action import bootstrap_sandbox
@@ -61,3 +62,12 @@ def test_undocumented_keys_follow_contains():
     documented = {"a": {"contains": {"b": {}}}, "c": {}}
     result = {"a": [{"b": 1, "x": 2}], "c": {"free": 1}, "d": 0, "changed": False, "msg": ""}
     assert module_docs.undocumented_keys(result, documented) == ["a[].x", "d"]
+
+
+def test_the_k8s_action_group_is_what_the_modules_document(docs):
+    with open(os.path.join(module_docs.MODULES_DIR, "..", "..", "meta", "runtime.yml")) as handle:
+        group = yaml.safe_load(handle)["action_groups"]["k8s"]
+    documented = sorted(name for name, doc in docs.items()
+                        if "gpurt.runtime_gate.k8s" in ((doc["doc"].get("attributes") or {}).get("action_group") or {})
+                        .get("membership", []))
+    assert sorted(group) == documented == ["node_info", "runtimeclass", "runtimeclass_info"]
