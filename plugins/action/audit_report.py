@@ -21,10 +21,6 @@ ARGUMENT_SPEC = dict(
     gathered_var=dict(type="str", default="gpurt_loaded"),
     runtimeclasses=dict(type="list", elements="dict", required=True),
     nodes=dict(type="list", elements="dict"),
-    pod_requests=dict(type="dict"),
-    kubelet_cgroup_driver=dict(type="str", choices=["systemd", "cgroupfs"]),
-    skip_checks=dict(type="list", elements="str", default=[]),
-    fail_on=dict(type="str", default="error", choices=list(checks.FAIL_ON_CHOICES)),
     drift_groups=dict(type="list", elements="str"),
     json_path=dict(type="path"),
     junit_path=dict(type="path"),
@@ -36,6 +32,7 @@ ARGUMENT_SPEC = dict(
     node_name=dict(type="str"),
     containerd_version=dict(type="str"),
 )
+ARGUMENT_SPEC.update(checks.JUDGE_SPEC)
 # One node judged by gpurt.runtime_gate.runtime_check: crosscheck.yml's dump, validate_bootstrap.yml's bootstrap.
 SINGLE_MODES = ("dump", "bootstrap")
 

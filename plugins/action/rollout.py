@@ -28,16 +28,13 @@ ARGUMENT_SPEC = dict(
     collected_var=dict(type="str", default="_gpurt_collected"),
     runtimeclasses=dict(type="list", elements="dict", default=[]),
     nodes=dict(type="list", elements="dict"),
-    pod_requests=dict(type="dict"),
-    kubelet_cgroup_driver=dict(type="str", choices=["systemd", "cgroupfs"]),
-    skip_checks=dict(type="list", elements="str", default=[]),
-    fail_on=dict(type="str", default="error", choices=list(checks.FAIL_ON_CHOICES)),
     reaudit=dict(type="bool", default=True),
     runtimeclass_gate=dict(type="list", elements="dict", default=[]),
     manage_runtimeclasses=dict(type="bool", default=False),
     json_path=dict(type="path"),
     junit_path=dict(type="path"),
 )
+ARGUMENT_SPEC.update(checks.JUDGE_SPEC)
 STATE = "_gpurt_rollout"
 _PER_HOST = ("gpurt_node_name", "gpurt_node_labels", "gpurt_node_allocatable", "gpurt_kubelet_cgroup_driver")
 

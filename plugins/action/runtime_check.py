@@ -24,15 +24,12 @@ ARGUMENT_SPEC = dict(
     nodes=dict(type="list", elements="dict"),
     node_labels=dict(type="dict"),
     node_allocatable=dict(type="dict"),
-    pod_requests=dict(type="dict"),
-    kubelet_cgroup_driver=dict(type="str", choices=["systemd", "cgroupfs"]),
-    skip_checks=dict(type="list", elements="str", default=[]),
-    fail_on=dict(type="str", default="error", choices=list(checks.FAIL_ON_CHOICES)),
     report_only=dict(type="bool", default=False),
     sandbox_root=dict(type="path"),
     require_runtimeclasses=dict(type="bool", default=False),
     max_dump_bytes=dict(type="int", default=67108864),
 )
+ARGUMENT_SPEC.update(checks.JUDGE_SPEC)
 
 
 def _unroot(value, root):

@@ -70,27 +70,6 @@ options:
         C(gpurt_node_allocatable) win over them.
     type: list
     elements: dict
-  pod_requests:
-    description:
-      - The pod request to test RuntimeClass overhead with, for example a C(cpu) request of C(900m).
-    type: dict
-  kubelet_cgroup_driver:
-    description:
-      - The kubelet cgroup driver for every host; the host variable C(gpurt_kubelet_cgroup_driver) wins.
-    type: str
-    choices: [systemd, cgroupfs]
-  skip_checks:
-    description:
-      - Check ids not to run.
-    type: list
-    elements: str
-    default: []
-  fail_on:
-    description:
-      - The lowest severity that marks a node failing. C(none) marks none (NOT CHECKED still fails).
-    type: str
-    default: error
-    choices: [error, warning, info, none]
   drift_groups:
     description:
       - Inventory groups whose members must load the same runtime set. Defaults to every group but
@@ -139,6 +118,7 @@ options:
       - The containerd release the one node was loaded with (O(mode=bootstrap)).
     type: str
 extends_documentation_fragment:
+  - gpurt.runtime_gate.judge
   - gpurt.runtime_gate.attributes
   - gpurt.runtime_gate.attributes.action
   - gpurt.runtime_gate.attributes.controller_report

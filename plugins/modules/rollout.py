@@ -88,27 +88,6 @@ options:
         variables C(gpurt_node_labels) and C(gpurt_node_allocatable) win), and the report's coverage.
     type: list
     elements: dict
-  pod_requests:
-    description:
-      - The pod request to test RuntimeClass overhead with.
-    type: dict
-  kubelet_cgroup_driver:
-    description:
-      - The kubelet cgroup driver for every host; the host variable C(gpurt_kubelet_cgroup_driver) wins.
-    type: str
-    choices: [systemd, cgroupfs]
-  skip_checks:
-    description:
-      - Check ids not to run in the re-audit.
-    type: list
-    elements: str
-    default: []
-  fail_on:
-    description:
-      - The lowest severity that fails a node in the re-audit.
-    type: str
-    default: error
-    choices: [error, warning, info, none]
   reaudit:
     description:
       - Re-audit each remediated node. When false a remediated node is C(OK) with a note that it was not
@@ -137,6 +116,7 @@ options:
       - Where O(step=report) writes the JUnit XML report on the controller.
     type: path
 extends_documentation_fragment:
+  - gpurt.runtime_gate.judge
   - gpurt.runtime_gate.attributes
   - gpurt.runtime_gate.attributes.action
   - gpurt.runtime_gate.attributes.controller_report

@@ -23,6 +23,13 @@ from ansible_collections.gpurt.runtime_gate.plugins.module_utils import quantity
 
 SEVERITIES = ("error", "warning", "info")
 FAIL_ON_CHOICES = SEVERITIES + ("none",)
+# The options every judging action takes (audit_report, rollout's re-audit, runtime_check).
+JUDGE_SPEC = dict(
+    pod_requests=dict(type="dict"),
+    kubelet_cgroup_driver=dict(type="str", choices=["systemd", "cgroupfs"]),
+    skip_checks=dict(type="list", elements="str", default=[]),
+    fail_on=dict(type="str", default="error", choices=list(FAIL_ON_CHOICES)),
+)
 
 V1, V2, V3 = containerd_config.CRI_PLUGIN_V1, containerd_config.CRI_PLUGIN_V2, containerd_config.CRI_PLUGIN_V3
 _RUNC_TYPES = ("io.containerd.runc.v2", "io.containerd.runc.v1", "io.containerd.runtime.v1.linux")
