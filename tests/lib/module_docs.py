@@ -33,24 +33,8 @@ def load_docs(names=None):
     return dict((fqcn.rsplit(".", 1)[1], doc) for fqcn, doc in docs.items())
 
 
-def normalized_spec(spec):
-    """{name: comparable fields} of an argument spec, suboptions included."""
-    out = {}
-    for name, option in spec.items():
-        out[name] = {
-            "type": option.get("type", "str"),
-            "elements": option.get("elements"),
-            "default": option.get("default"),
-            "choices": sorted(option["choices"]) if option.get("choices") is not None else None,
-            "required": bool(option.get("required", False)),
-            "aliases": sorted(option.get("aliases") or []),
-            "suboptions": normalized_spec(option["options"]) if option.get("options") else None,
-        }
-    return out
-
-
-def normalized_doc_options(options):
-    """The same fields from the options of ansible-doc's JSON."""
+def _normalized(options, nested):
+    """{name: comparable fields} of options, those under each option's `nested` key included."""
     out = {}
     for name, option in (options or {}).items():
         out[name] = {
@@ -60,9 +44,19 @@ def normalized_doc_options(options):
             "choices": sorted(option["choices"]) if option.get("choices") is not None else None,
             "required": bool(option.get("required", False)),
             "aliases": sorted(option.get("aliases") or []),
-            "suboptions": normalized_doc_options(option["suboptions"]) if option.get("suboptions") else None,
+            "suboptions": _normalized(option[nested], nested) if option.get(nested) else None,
         }
     return out
+
+
+def normalized_spec(spec):
+    """The comparable fields of an argument spec (suboptions under `options`)."""
+    return _normalized(spec, "options")
+
+
+def normalized_doc_options(options):
+    """The same fields from the options of ansible-doc's JSON (suboptions under `suboptions`)."""
+    return _normalized(options, "suboptions")
 
 
 def undocumented_keys(result, documented, where=""):
