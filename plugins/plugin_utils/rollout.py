@@ -78,11 +78,8 @@ def remediation(result, failure=None, check_mode=False, host=None):
     if failure:
         reason = "%s failed: %s" % (checks.one_line(failure.get("task") or "a task"),
                                     checks.one_line(failure.get("msg") or "see the output above"))
-        if result is None:
-            rem.update(outcome=FAILED, msg=reason)
-            return report.FAILED, reason, rem
-        # The role wrote (or would write) and what came after failed: most likely the restart.
-        rem.update(outcome=FAILED, changed=bool(result.get("changed")), msg=reason)
+        # With a result, the role wrote (or would write) and what came after failed: most likely the restart.
+        rem.update(outcome=FAILED, changed=bool((result or {}).get("changed")), msg=reason)
         return report.FAILED, reason, rem
     rem.update(outcome=CHANGED if result.get("changed") else UNCHANGED, changed=bool(result.get("changed")))
     return None, None, rem
