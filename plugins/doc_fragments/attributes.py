@@ -35,6 +35,18 @@ attributes:
     support: full
 """
 
+    # The list modules (runtimeclass_info, node_info), with ACTION: plugin_utils/listing_action.
+    LISTING = r"""
+attributes:
+  action:
+    support: full
+    details:
+      - When the task runs on the controller with the controller's own Python (the implicit
+        C(localhost), for example with C(delegate_to=localhost)) and without become, a task
+        C(environment) or C(async), the listing runs in the controller process and no module is
+        started. Otherwise the module runs as usual. Both return the same result.
+"""
+
     # The cluster modules: one module_defaults entry sets the connection for all of them.
     K8S_GROUP = r"""
 attributes:

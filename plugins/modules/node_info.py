@@ -45,6 +45,8 @@ options:
 extends_documentation_fragment:
   - gpurt.runtime_gate.attributes
   - gpurt.runtime_gate.attributes.k8s_group
+  - gpurt.runtime_gate.attributes.action
+  - gpurt.runtime_gate.attributes.listing
   - gpurt.runtime_gate.k8s_auth
   - gpurt.runtime_gate.k8s_auth.list_options
   - gpurt.runtime_gate.k8s_auth.request_options
@@ -170,36 +172,11 @@ invalid:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils import list_module
-from ansible_collections.gpurt.runtime_gate.plugins.module_utils import runtimeclasses
 
 
 def main():
-    module = AnsibleModule(
-        argument_spec=list_module.argument_spec(
-            names=dict(type="list", elements="str"),
-            label_selector=dict(type="str"),
-        ),
-        supports_check_mode=True,
-    )
-    result = list_module.new_result(names_not_found=[])
-    selector = module.params["label_selector"]
-    wanted = module.params["names"] or []
-
-    def labelled(obj):
-        labels = (obj.get("metadata") or {}).get("labels") if isinstance(obj, dict) else None
-        return runtimeclasses.labels_match(labels, selector)
-
-    # One name: let the apiserver pick the Node instead of sending every Node.
-    field_selector = "metadata.name=%s" % wanted[0] if len(wanted) == 1 else None
-    items = list_module.list_normalized(module, result, "Node", "nodes", keep=labelled,
-                                        label_selector=selector, field_selector=field_selector)
-    if wanted:
-        found = set(item["name"] for item in items)
-        items = [item for item in items if item["name"] in set(wanted)]
-        result["names_not_found"] = sorted(set(name for name in wanted if name not in found))
-        if result["names_not_found"]:
-            module.warn("no Node named %s" % ", ".join(result["names_not_found"]))
-    module.exit_json(nodes=items, **result)
+    module = AnsibleModule(argument_spec=list_module.NODE_INFO_SPEC, supports_check_mode=True)
+    list_module.run_module(module, list_module.node_info)
 
 
 if __name__ == "__main__":

@@ -45,6 +45,8 @@ options:
 extends_documentation_fragment:
   - gpurt.runtime_gate.attributes
   - gpurt.runtime_gate.attributes.k8s_group
+  - gpurt.runtime_gate.attributes.action
+  - gpurt.runtime_gate.attributes.listing
   - gpurt.runtime_gate.k8s_auth
   - gpurt.runtime_gate.k8s_auth.list_options
   - gpurt.runtime_gate.k8s_auth.request_options
@@ -185,17 +187,8 @@ from ansible_collections.gpurt.runtime_gate.plugins.module_utils import list_mod
 
 
 def main():
-    module = AnsibleModule(argument_spec=list_module.argument_spec(list_nodes=dict(type="bool", default=False)),
-                           supports_check_mode=True)
-    result = list_module.new_result()
-    wanted = [dict(kind="RuntimeClass", resource="runtimeclasses", src=module.params["src"])]
-    if module.params["list_nodes"]:
-        wanted.append(dict(kind="Node", resource="nodes"))
-    listed = list_module.list_many(module, result, wanted)
-    result["runtimeclasses"] = listed["runtimeclasses"]
-    if module.params["list_nodes"]:
-        result["nodes"] = listed["nodes"]
-    module.exit_json(**result)
+    module = AnsibleModule(argument_spec=list_module.RUNTIMECLASS_INFO_SPEC, supports_check_mode=True)
+    list_module.run_module(module, list_module.runtimeclass_info)
 
 
 if __name__ == "__main__":

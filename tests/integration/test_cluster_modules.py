@@ -360,3 +360,101 @@ def test_a_token_ending_in_a_newline_works_and_is_never_printed(ansible_env, tmp
         assert "500 Internal Server Error" in result["msg"]
         assert NEWLINE_TOKEN not in output
         assert "s3cr3t" not in output
+
+
+# ----- in the controller process or as a module: the same result --------------------------
+
+IN_PROCESS = "listing in the controller process, no module started"
+
+
+def other_interpreter(tmp_path):
+    """A path that runs this same Python but is not the controller's own interpreter (a wrapper
+    script in another directory), so the list modules' action plugin must start the module."""
+    wrapper = tmp_path / "other-bin" / "python"
+    wrapper.parent.mkdir()
+    wrapper.write_text('#!/bin/sh\nexec "%s" "$@"\n' % sys.executable)
+    wrapper.chmod(0o755)
+    return str(wrapper)
+
+
+def comparable(result):
+    return dict((key, value) for key, value in result.items() if key not in ("invocation", "_ansible_no_log"))
+
+
+@pytest.mark.parametrize("module, args, rc_wanted", [
+    ("runtimeclass_info", "kubeconfig={kubeconfig} list_nodes=true page_size=2", 0),
+    ("node_info", "kubeconfig={kubeconfig} names=cpu-1,gpu-9 label_selector=", 0),
+    ("runtimeclass_info", "kubeconfig={kubeconfig} on_invalid=warn", 0),
+    ("runtimeclass_info", "kubeconfig={kubeconfig} list_nodes=true retries=0", 2),
+    ("node_info", "host={url} api_key={{{{ audit_token }}}}", 2),
+])
+def test_the_controller_process_and_the_module_return_the_same(fake, kubeconfig, ansible_env, tmp_path, module, args,
+                                                                rc_wanted):
+    if "on_invalid=warn" in args:
+        fake.set_objects("runtimeclasses", RUNTIMECLASSES + [{"metadata": {"name": "typo"}}])
+    if "retries=0" in args:
+        fake.respond_always("nodes", 403)
+    args = args.format(kubeconfig=kubeconfig, url=fake.url)
+    extra = ["-vvv", "-e", "audit_token=%s" % WRONG]
+    rc, in_process, output = adhoc(ansible_env, module, args, *extra)
+    assert IN_PROCESS in output and "Using module file" not in output, output
+    rc_module, by_module, module_output = adhoc(ansible_env, module, args, *extra,
+                                                interpreter=other_interpreter(tmp_path))
+    assert re.search(r"running the module \(ansible_python_interpreter \S+/other-bin/python is not the "
+                     r"controller's", module_output), module_output
+    assert "Using module file" in module_output and IN_PROCESS not in module_output
+    assert (rc, rc_module) == (rc_wanted, rc_wanted), output + module_output
+    assert comparable(in_process) == comparable(by_module)
+    warned = sorted(re.findall(r"\[WARNING\]: (.*)", output))
+    assert warned == sorted(re.findall(r"\[WARNING\]: (.*)", module_output))
+    assert WRONG not in output and WRONG not in module_output
+    assert "Traceback" not in output + module_output
+
+
+def test_become_environment_and_async_start_the_module(fake, kubeconfig, ansible_env, tmp_path):
+    report = tmp_path / "results.json"
+    playbook = tmp_path / "ways.yml"
+    playbook.write_text(textwrap.dedent("""\
+        - hosts: localhost
+          gather_facts: false
+          module_defaults:
+            gpurt.runtime_gate.runtimeclass_info: {{kubeconfig: {kubeconfig}, list_nodes: true}}
+          tasks:
+            - name: In the controller process
+              gpurt.runtime_gate.runtimeclass_info:
+              register: in_process
+            - name: With an environment
+              gpurt.runtime_gate.runtimeclass_info:
+              environment: {{GPURT_TEST_MARK: "1"}}
+              register: with_environment
+            - name: With become
+              gpurt.runtime_gate.runtimeclass_info:
+              become: true
+              become_method: ansible.builtin.su
+              register: with_become
+            - name: In the background
+              gpurt.runtime_gate.runtimeclass_info:
+              async: 60
+              poll: 1
+              register: with_async
+            - name: Keep the results for the test
+              ansible.builtin.copy:
+                content: "{{{{ dict(in_process=in_process, with_environment=with_environment, with_become=with_become,
+                  with_async=with_async) | to_json }}}}"
+                dest: {report}
+        """).format(kubeconfig=kubeconfig, report=report))
+    # HOME is tmp_path: an absolute async dir, so that the job and async_status agree on where it is.
+    ansible_env["ANSIBLE_ASYNC_DIR"] = str(tmp_path / "async")
+    rc, output = run(ansible_env, "ansible-playbook", "-i", "localhost,", "-c", "local", "-vvv",
+                     "-e", "ansible_python_interpreter=%s" % sys.executable, str(playbook))
+    assert rc == 0, output
+    assert output.count(IN_PROCESS) == 1, output
+    for why in ("the task sets environment", "become", "async"):
+        assert "gpurt.runtime_gate.runtimeclass_info: running the module (%s)" % why in output, output
+    results = json.loads(report.read_text())
+    listed = dict((way, (result["runtimeclasses"], result["nodes"], result["api_requests"], result["api_list_calls"]))
+                  for way, result in results.items())
+    assert listed["in_process"][0] and listed["in_process"][1]
+    assert listed["with_environment"] == listed["in_process"]
+    assert listed["with_become"] == listed["in_process"]
+    assert listed["with_async"] == listed["in_process"]
