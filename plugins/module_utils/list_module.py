@@ -102,7 +102,7 @@ def list_many(params, result, wanted, warn):
         kinds = " or ".join(want["kind"] for want in wanted)
         sources = sorted(set(want.get("src") or "cluster" for want in wanted))
         raise ListFailed("%d invalid %s object(s) from %s: %s" % (len(problems), kinds, ", ".join(sources),
-                                                                 "; ".join(problems)), result)
+                                                                  "; ".join(problems)), result)
     for problem in problems:
         warn("left out: %s" % problem)
     return listed

@@ -389,7 +389,7 @@ def comparable(result):
     ("node_info", "host={url} api_key={{{{ audit_token }}}}", 2),
 ])
 def test_the_controller_process_and_the_module_return_the_same(fake, kubeconfig, ansible_env, tmp_path, module, args,
-                                                                rc_wanted):
+                                                               rc_wanted):
     if "on_invalid=warn" in args:
         fake.set_objects("runtimeclasses", RUNTIMECLASSES + [{"metadata": {"name": "typo"}}])
     if "retries=0" in args:
