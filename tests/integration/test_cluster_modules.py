@@ -8,12 +8,16 @@ import textwrap
 
 import pytest
 
+from tests.lib import ansible_run
 from tests.lib.fake_apiserver import FakeApiServer, status_body, write_kubeconfig
 
 pytestmark = pytest.mark.integration
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-BIN = os.path.dirname(sys.executable)
+# The controller's bin directory (make test-oldest: ansible-core 2.16), and its Python, which the
+# implicit localhost would use.
+BIN = ansible_run.BIN
+PYTHON = os.path.join(BIN, "python")
 TOKEN = "integration-token-9c1e2f"
 WRONG = "wrong-token-5b7d33a0"
 
@@ -65,7 +69,7 @@ def run(env, program, *args):
 
 def adhoc(env, module, module_args, *extra, **kwargs):
     """Run one module on localhost; (rc, result dict, full output)."""
-    interpreter = kwargs.get("interpreter", sys.executable)
+    interpreter = kwargs.get("interpreter", PYTHON)
     rc, output = run(env, "ansible", "localhost", "-i", "localhost,", "-c", "local",
                      "-e", "ansible_python_interpreter=%s" % interpreter,
                      "-m", "gpurt.runtime_gate." + module, "-a", module_args, *extra)
@@ -236,7 +240,7 @@ def test_missing_kubernetes_library_is_a_clear_failure(kubeconfig, ansible_env, 
 def test_play_over_four_hosts_lists_the_cluster_once(fake, kubeconfig, ansible_env, tmp_path):
     inventory = tmp_path / "hosts.ini"
     inventory.write_text("[gpu]\n" + "".join(
-        "node%d ansible_connection=local ansible_python_interpreter=%s\n" % (index, sys.executable)
+        "node%d ansible_connection=local ansible_python_interpreter=%s\n" % (index, PYTHON)
         for index in range(1, 5)))
     report = tmp_path / "report.json"
     playbook = tmp_path / "audit.yml"
@@ -372,7 +376,7 @@ def other_interpreter(tmp_path):
     script in another directory), so the list modules' action plugin must start the module."""
     wrapper = tmp_path / "other-bin" / "python"
     wrapper.parent.mkdir()
-    wrapper.write_text('#!/bin/sh\nexec "%s" "$@"\n' % sys.executable)
+    wrapper.write_text('#!/bin/sh\nexec "%s" "$@"\n' % PYTHON)
     wrapper.chmod(0o755)
     return str(wrapper)
 
@@ -446,7 +450,7 @@ def test_become_environment_and_async_start_the_module(fake, kubeconfig, ansible
     # HOME is tmp_path: an absolute async dir, so that the job and async_status agree on where it is.
     ansible_env["ANSIBLE_ASYNC_DIR"] = str(tmp_path / "async")
     rc, output = run(ansible_env, "ansible-playbook", "-i", "localhost,", "-c", "local", "-vvv",
-                     "-e", "ansible_python_interpreter=%s" % sys.executable, str(playbook))
+                     "-e", "ansible_python_interpreter=%s" % PYTHON, str(playbook))
     assert rc == 0, output
     assert output.count(IN_PROCESS) == 1, output
     for why in ("the task sets environment", "become", "async"):
