@@ -37,7 +37,8 @@ def load(path=SPEC_PATH):
     import yaml  # controller only: ansible-core ships PyYAML
     try:
         with open(path) as handle:
-            doc = yaml.safe_load(handle)
+            # libyaml when PyYAML has it: every playbook run reads this file at its start.
+            doc = yaml.load(handle, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     except (IOError, OSError) as exc:
         raise SpecError("cannot read the playbooks' argument specs %s: %s" % (path, exc.strerror or exc))
     except yaml.YAMLError as exc:
