@@ -307,12 +307,15 @@ def test_crosscheck_reads_a_kustomize_base(fleet, tmp_path):
     assert result.gate_lines() == ["MISSING=nvidia-cdi"]
 
 
-@pytest.mark.parametrize("inventory_hosts, extra, message", [
-    ({}, {}, "the host pattern 'all' matched no host of the inventory (0 host(s))"),
-    ({"gpu-1": {}}, {"gpurt_audit_hosts": "gpu-typo"},
+@pytest.mark.parametrize("inventory_hosts, extra, args, message", [
+    ({}, {}, (), "the host pattern 'all' matched no host of the inventory (0 host(s))"),
+    ({"gpu-1": {}}, {"gpurt_audit_hosts": "gpu-typo"}, (),
      "the host pattern 'gpu-typo' matched no host of the inventory (1 host(s))"),
+    # A --limit outside the pattern skips every play on other hosts, localhost's included.
+    ({"gpu-1": {}, "cpu-1": {}}, {"gpurt_audit_hosts": "gpu-1"}, ("--limit", "cpu-1"),
+     "the host pattern 'gpu-1' matched no host of the inventory (2 host(s)) within --limit cpu-1"),
 ])
-def test_audit_that_judged_no_host_fails(tmp_path, inventory_hosts, extra, message):
+def test_audit_that_judged_no_host_fails(tmp_path, inventory_hosts, extra, args, message):
     manifest = tmp_path / "rc.yaml"
     manifest.write_text(RC_DOC % ("nvidia", "nvidia"))
     inventory = ansible_run.write_inventory(str(tmp_path / "hosts.json"), inventory_hosts)
@@ -321,7 +324,7 @@ def test_audit_that_judged_no_host_fails(tmp_path, inventory_hosts, extra, messa
     (reports / "audit.json").write_text('{"outcome": "passed"}')  # a previous run's
     extra_vars = {"gpurt_runtimeclasses_src": str(manifest), "gpurt_report_dir": str(reports)}
     extra_vars.update(extra)
-    result = ansible_run.playbook(AUDIT, inventory, extra_vars, check=True)
+    result = ansible_run.playbook(AUDIT, inventory, extra_vars, check=True, args=args)
     assert result.rc == 2, result
     assert message in result.text
     # The report says so too, in place of the previous run's.

@@ -237,9 +237,11 @@ def test_manifests_only_runs_say_the_nodes_were_not_listed(tmp_path, containerd)
     assert "no Node object" not in run.text
 
 
-def test_a_host_pattern_that_matches_nothing_fails_and_says_so(tmp_path, containerd):
-    _nodes, inventory = fleet(tmp_path, [("a", "good")])
-    run = remediate(inventory, gpurt_remediate_hosts="gpu-typo")
+@pytest.mark.parametrize("pattern, limit", [("gpu-typo", ()), ("a", ("--limit", "b"))])
+def test_a_host_pattern_that_matches_nothing_fails_and_says_so(tmp_path, containerd, pattern, limit):
+    # With a --limit outside the pattern every play is skipped on other hosts, localhost's included.
+    _nodes, inventory = fleet(tmp_path, [("a", "good"), ("b", "good")])
+    run = ansible_run.playbook(REMEDIATE, inventory, extra_vars={"gpurt_remediate_hosts": pattern}, args=limit)
     assert run.rc == 2, run
     doc, _root = reports(tmp_path)
     assert doc["outcome"] == "failed" and doc["nodes"] == {}
