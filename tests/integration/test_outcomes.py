@@ -226,6 +226,19 @@ def test_validate_bootstrap_that_read_no_runtimeclass_fails_unless_allowed(site,
     assert doc["outcome"] == "passed"
 
 
+@pytest.mark.parametrize("name, report_name", [("cluster_audit", "cluster-audit"), ("crosscheck", "crosscheck"),
+                                               ("validate_bootstrap", "validate-bootstrap")])
+def test_a_limit_that_leaves_out_localhost_fails_a_localhost_playbook(site, name, report_name):
+    # The playbook's play runs on localhost alone; without the guard, "skipping: no hosts matched" and rc 0.
+    run = ansible_run.playbook(playbook(name), site["inventory"], {"gpurt_runtimeclasses_src": site["manifests"]},
+                               args=("--limit", "gpu-1"), extra_env=clean_env(site["tmp"]))
+    assert run.rc == 2, run
+    assert run.gate_lines() == [
+        "NOT JUDGED: Fail the run, which checked nothing (gpu-1): nothing was checked: this playbook runs on "
+        "localhost, and --limit gpu-1 leaves it out (run it without --limit, or with localhost in it)"], run.gate_lines()
+    assert_not_judged(site, report_name)
+
+
 def test_cluster_audit_marks_its_stale_report(site):
     run = ansible_run.playbook(playbook("cluster_audit"), "localhost,", {"gpurt_report_dir": str(site["reports"])},
                                extra_env=clean_env(site["tmp"]))
