@@ -137,9 +137,10 @@ def node_info(params, warn):
                                             list_kwargs=dict(label_selector=selector, field_selector=field_selector))],
                       warn)["nodes"]
     if wanted:
+        asked = set(wanted)
         found = set(item["name"] for item in items)
-        items = [item for item in items if item["name"] in set(wanted)]
-        result["names_not_found"] = sorted(set(name for name in wanted if name not in found))
+        items = [item for item in items if item["name"] in asked]
+        result["names_not_found"] = sorted(asked - found)
         if result["names_not_found"]:
             warn("no Node named %s" % ", ".join(result["names_not_found"]))
     result["nodes"] = items
