@@ -7,10 +7,28 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible.errors import AnsibleError
 from ansible.module_utils.parsing.convert_bool import boolean
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import loaded_config
+
+# The options host_vars=true takes from the host's variables: the audit's per-node inputs.
+HOST_VARS = (
+    ("containerd_bin", "gpurt_containerd_bin"),
+    ("config_path", "gpurt_containerd_config_path"),
+    ("dropin_dirs", "gpurt_dropin_dirs"),
+    ("kubelet_config_path", "gpurt_kubelet_config_path"),
+    ("cdi_spec_dirs", "gpurt_cdi_spec_dirs"),
+    ("timeout", "gpurt_containerd_timeout"),
+    ("shim_dirs", "gpurt_shim_dirs"),
+    ("crictl_bin", "gpurt_crictl_bin"),
+    ("cri_endpoint", "gpurt_cri_endpoint"),
+)
+
+
+class HostVarError(Exception):
+    pass
 
 
 class ActionModule(ActionBase):
@@ -19,9 +37,15 @@ class ActionModule(ActionBase):
 
     def run(self, tmp=None, task_vars=None):
         result = super(ActionModule, self).run(tmp, task_vars)
+        host = (task_vars or {}).get("inventory_hostname", "this host")
+        try:
+            module_args, from_vars = self._module_args(task_vars or {})
+        except HostVarError as exc:
+            result.update(failed=True, msg="%s: %s" % (host, exc))
+            return result
         result.update(self._execute_module(
             module_name="gpurt.runtime_gate.containerd_config_info",
-            module_args=self._task.args,
+            module_args=module_args,
             task_vars=task_vars,
         ))
         if result.get("skipped"):
@@ -34,6 +58,29 @@ class ActionModule(ActionBase):
         if not boolean(self._task.args.get("keep_texts", False), strict=False):
             loaded_config.drop_texts(result)
         if result.get("failed"):
-            host = (task_vars or {}).get("inventory_hostname", "this host")
-            result["msg"] = "%s: %s" % (host, result.get("msg", "containerd_config_info failed"))
+            msg = result.get("msg", "containerd_config_info failed")
+            # The module names its option; the user set a variable.
+            named = ["%s from %s" % (option, variable) for option, variable in from_vars if "'%s'" % option in msg]
+            result["msg"] = "%s: %s%s" % (host, msg, " (host variables: %s)" % ", ".join(named) if named else "")
         return result
+
+    def _module_args(self, task_vars):
+        """The task's arguments, with host_vars=true those it leaves out taken from the host's
+        variables (templated only when they are templates, unlike a task argument per host)."""
+        args = dict(self._task.args)
+        try:
+            use_vars = boolean(args.get("host_vars", False), strict=True)
+        except TypeError:
+            raise HostVarError("host_vars must be a boolean, not %r" % (args.get("host_vars"),))
+        from_vars = []
+        if not use_vars:
+            return args, from_vars
+        for option, variable in HOST_VARS:
+            if option in args or variable not in task_vars:
+                continue
+            try:
+                args[option] = self._templar.template(task_vars[variable])
+            except AnsibleError as exc:
+                raise HostVarError("cannot resolve the host variable %s: %s" % (variable, exc))
+            from_vars.append((option, variable))
+        return args, from_vars

@@ -122,6 +122,20 @@ options:
         whole play, for every host.
     type: bool
     default: false
+  host_vars:
+    description:
+      - Take each option the task does not set from the host's variable for it, as the
+        C(gpurt.runtime_gate.audit) playbook does.
+      - C(containerd_bin) from C(gpurt_containerd_bin), C(config_path) from C(gpurt_containerd_config_path),
+        C(dropin_dirs) from C(gpurt_dropin_dirs), C(kubelet_config_path) from C(gpurt_kubelet_config_path),
+        C(cdi_spec_dirs) from C(gpurt_cdi_spec_dirs), C(timeout) from C(gpurt_containerd_timeout),
+        C(shim_dirs) from C(gpurt_shim_dirs), C(crictl_bin) from C(gpurt_crictl_bin) and
+        C(cri_endpoint) from C(gpurt_cri_endpoint).
+      - An option set in the task wins. An option whose variable the host does not have keeps its default.
+      - The same as setting each option to its variable with a C(default(omit)) filter, without a
+        template per option and host for the controller to compile.
+    type: bool
+    default: false
 extends_documentation_fragment:
   - gpurt.runtime_gate.attributes
   - gpurt.runtime_gate.attributes.action
@@ -449,6 +463,8 @@ def main():
             cri_endpoint=dict(type="str"),
             # read by the action plugin, which drops the texts once it parsed them
             keep_texts=dict(type="bool", default=False),
+            # read by the action plugin, which fills the options from the host's variables
+            host_vars=dict(type="bool", default=False),
         ),
         supports_check_mode=True,
     )

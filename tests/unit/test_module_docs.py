@@ -72,3 +72,18 @@ def test_the_k8s_action_group_is_what_the_modules_document(docs):
                         if "gpurt.runtime_gate.k8s" in ((doc["doc"].get("attributes") or {}).get("action_group") or {})
                         .get("membership", []))
     assert sorted(group) == documented == ["node_info", "runtimeclass", "runtimeclass_info"]
+
+
+def test_host_vars_map_documented_options_to_audit_variables_of_their_type(docs):
+    from ansible_collections.gpurt.runtime_gate.plugins.action import containerd_config_info
+    from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import inputs
+
+    options = docs["containerd_config_info"]["doc"]["options"]
+    variables = inputs.options(inputs.load(), "audit")
+    as_variable = {"str": "str", "path": "str", "int": "int", "list": "list"}
+    for option, variable in containerd_config_info.HOST_VARS:
+        assert option in options, option
+        assert variable in variables, variable
+        assert as_variable[options[option]["type"]] == variables[variable]["type"], (option, variable)
+        # the module doc lists the pair
+        assert "C(%s) from C(%s)" % (option, variable) in " ".join(options["host_vars"]["description"])

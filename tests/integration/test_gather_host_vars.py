@@ -1,0 +1,133 @@
+"""containerd_config_info host_vars=true: the options a task leaves out come from the host's gpurt_*
+variables (as the audit's gather does), an option set in the task wins, a variable that is a template
+is resolved per host, and a bad value fails naming the variable the user set."""
+import json
+
+import pytest
+
+from tests.lib import ansible_run
+from tests.lib.nodes import Node
+
+pytestmark = pytest.mark.integration
+
+GATHER = """\
+- hosts: all
+  gather_facts: false
+  tasks:
+    - gpurt.runtime_gate.containerd_config_info: %s
+      register: gathered
+      ignore_errors: true
+    - ansible.builtin.copy:
+        content: '{{ gathered | to_json }}'
+        dest: '%s/{{ inventory_hostname }}.json'
+        mode: '0644'
+      delegate_to: localhost
+"""
+
+
+def node(tmp_path, name, version, dropin=None):
+    n = Node(tmp_path / "nodes", name, version)
+    main = "version = 3\n" if version.startswith("2") else "version = 2\n"
+    n.write("etc/containerd/config.toml", main + 'imports = ["{root}/etc/containerd/conf.d/*.toml"]\n')
+    if dropin:
+        n.write("etc/containerd/conf.d/%s" % dropin, "version = 3\n" if version.startswith("2") else "version = 2\n")
+    n.write("var/lib/kubelet/config.yaml", "cgroupDriver: systemd\n")
+    return n
+
+
+def gather(tmp_path, args, hosts, group_vars=None):
+    playbook = tmp_path / "gather.yml"
+    playbook.write_text(GATHER % (json.dumps(args), tmp_path))
+    inventory = ansible_run.write_inventory(str(tmp_path / "inv.json"), hosts, group_vars=group_vars)
+    run = ansible_run.playbook(str(playbook), inventory)
+    assert "Traceback" not in run.text, run
+    results = {}
+    for name in hosts:
+        with open(str(tmp_path / ("%s.json" % name))) as handle:
+            results[name] = json.load(handle)
+    return run, results
+
+
+def test_options_come_from_each_hosts_variables(tmp_path):
+    a = node(tmp_path, "node-a", "2.1", dropin="99-a.toml")
+    b = node(tmp_path, "node-b", "1.7")
+    hosts = {
+        "node-a": {"gpurt_containerd_bin": a.binary, "gpurt_containerd_config_path": a.config_path,
+                   "gpurt_kubelet_config_path": a.kubelet_config_path},
+        # a template, resolved for this host
+        "node-b": {"gpurt_containerd_bin": b.binary, "node_root": b.root,
+                   "gpurt_containerd_config_path": "{{ node_root }}/etc/containerd/config.toml",
+                   "gpurt_dropin_dirs": ["{{ node_root }}/etc/containerd/elsewhere.d"]},
+    }
+    run, results = gather(tmp_path, {"host_vars": True, "on_refused": "report"}, hosts)
+    assert run.rc == 0, run
+    a_result, b_result = results["node-a"], results["node-b"]
+    assert (a_result["containerd_bin"], a_result["config_path"]) == (a.binary, a.config_path)
+    assert a_result["version_major"] == 2
+    assert [f["path"] for f in a_result["files"]] == [a.config_path, a.path("etc/containerd/conf.d/99-a.toml")]
+    assert a_result["kubelet_config"]["path"] == a.kubelet_config_path
+    assert a_result["kubelet_config"]["content"] == "cgroupDriver: systemd\n"
+    assert (b_result["containerd_bin"], b_result["config_path"]) == (b.binary, b.config_path)
+    assert b_result["dropin_dirs"] == [b.path("etc/containerd/elsewhere.d")]
+    assert b_result["version_major"] == 1
+    # a variable the host does not have leaves the module's default
+    assert b_result["kubelet_config"]["path"] == "/var/lib/kubelet/config.yaml"
+
+
+def test_the_timeout_comes_from_the_host(tmp_path):
+    binary = tmp_path / "containerd"
+    binary.write_text("#!/bin/sh\nif [ \"$1\" = --version ]; then echo 'containerd github.com/containerd/containerd/v2 2.1.9'; "
+                      "exit 0; fi\nsleep 60\n")
+    binary.chmod(0o755)
+    config = tmp_path / "config.toml"
+    config.write_text("version = 3\n")
+    hosts = {"node-a": {"gpurt_containerd_bin": str(binary), "gpurt_containerd_config_path": str(config),
+                        "gpurt_containerd_timeout": 1}}
+    run, results = gather(tmp_path, {"host_vars": True}, hosts)
+    assert results["node-a"]["failed"] is True
+    assert "did not finish within 1 s" in results["node-a"]["msg"], results["node-a"]["msg"]
+
+
+def test_an_option_set_in_the_task_wins(tmp_path):
+    a = node(tmp_path, "node-a", "2.1")
+    hosts = {"node-a": {"gpurt_containerd_bin": "/nonexistent/containerd", "gpurt_containerd_config_path": a.config_path}}
+    run, results = gather(tmp_path, {"host_vars": True, "containerd_bin": a.binary}, hosts)
+    assert run.rc == 0, run
+    assert results["node-a"]["containerd_bin"] == a.binary
+
+
+def test_without_host_vars_the_variables_are_not_read(tmp_path):
+    a = node(tmp_path, "node-a", "2.1")
+    hosts = {"node-a": {"gpurt_containerd_bin": "/nonexistent/containerd"}}
+    run, results = gather(tmp_path, {"containerd_bin": a.binary, "config_path": a.config_path}, hosts)
+    assert run.rc == 0, run
+    assert results["node-a"]["containerd_bin"] == a.binary
+
+
+def test_a_bad_value_names_the_variable(tmp_path):
+    a = node(tmp_path, "node-a", "2.1")
+    hosts = {"node-a": {"gpurt_containerd_bin": a.binary, "gpurt_containerd_config_path": a.config_path,
+                        "gpurt_containerd_timeout": "soon"}}
+    run, results = gather(tmp_path, {"host_vars": True}, hosts)
+    result = results["node-a"]
+    assert result["failed"] is True
+    assert result["msg"].startswith("node-a: ")
+    assert "'timeout'" in result["msg"] and "(host variables: timeout from gpurt_containerd_timeout)" in result["msg"]
+
+
+def test_an_undefined_reference_fails_naming_the_variable(tmp_path):
+    node(tmp_path, "node-a", "2.1")
+    hosts = {"node-a": {"gpurt_containerd_bin": "{{ no_such_variable }}/containerd"}}
+    run, results = gather(tmp_path, {"host_vars": True}, hosts)
+    result = results["node-a"]
+    assert result["failed"] is True
+    assert result["msg"].startswith("node-a: cannot resolve the host variable gpurt_containerd_bin: "), result["msg"]
+    assert "no_such_variable" in result["msg"]
+
+
+def test_host_vars_must_be_a_boolean(tmp_path):
+    node(tmp_path, "node-a", "2.1")
+    run, results = gather(tmp_path, {"host_vars": "sometimes"}, {"node-a": {}})
+    result = results["node-a"]
+    assert result["failed"] is True
+    assert result["msg"] == "node-a: host_vars must be a boolean, not 'sometimes'"
