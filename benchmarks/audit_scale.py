@@ -428,9 +428,7 @@ RESULT_SIZE_PLAYBOOK = """\
   tasks:
     - name: Gather as the audit does
       gpurt.runtime_gate.containerd_config_info:
-        containerd_bin: "{{ gpurt_containerd_bin }}"
-        config_path: "{{ gpurt_containerd_config_path }}"
-        kubelet_config_path: "{{ gpurt_kubelet_config_path }}"
+        host_vars: true
         on_refused: report
         keep_texts: "{{ gpurt_keep_texts | bool }}"
       register: gpurt_loaded
