@@ -24,13 +24,13 @@ OLDEST_VENV ?= $(GPURT_CACHE)/controllers/core-$(OLDEST_CORE)-$(notdir $(OLDEST_
 UNSUPPORTED_VENV ?= $(GPURT_CACHE)/controllers/core-2.15-python3.9
 # The demo audit, the audit and bootstrap playbooks (cluster listing included), the remediation role
 # (check mode, write, idempotence; tomlkit), the list modules in the controller process and as modules,
-# and the installed tarball run by FQCN, on the oldest controller.
+# the gather's host_vars (templating), and the installed tarball run by FQCN, on the oldest controller.
 OLDEST_TESTS := tests/integration/test_audit_playbook.py tests/integration/test_validate_bootstrap.py \
 	tests/integration/test_containerd_runtime_role.py tests/integration/test_remediate_rollout.py \
 	tests/integration/test_outcomes.py tests/integration/test_cluster_modules.py \
-	tests/integration/test_release.py -k "test_demo_inventory or per_node_verdicts or listed_once \
+	tests/integration/test_release.py tests/integration/test_gather_host_vars.py -k "test_demo_inventory or per_node_verdicts or listed_once \
 	or good_template_on_2x or against_a_live_cluster or nodeadm or by_fqcn or controller or idempotent or comments_and_layout \
-	or one_host_batches or failed_restart or bad_value or no_cluster_access or become_environment"
+	or one_host_batches or failed_restart or bad_value or no_cluster_access or become_environment or host_vars"
 
 .PHONY: setup shared-binaries demo test test-oldest unit integration sanity lint bench build clean
 

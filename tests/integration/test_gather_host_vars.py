@@ -48,7 +48,7 @@ def gather(tmp_path, args, hosts, group_vars=None):
     return run, results
 
 
-def test_options_come_from_each_hosts_variables(tmp_path):
+def test_host_vars_fill_the_options_from_each_host(tmp_path):
     a = node(tmp_path, "node-a", "2.1", dropin="99-a.toml")
     b = node(tmp_path, "node-b", "1.7")
     hosts = {
@@ -74,7 +74,7 @@ def test_options_come_from_each_hosts_variables(tmp_path):
     assert b_result["kubelet_config"]["path"] == "/var/lib/kubelet/config.yaml"
 
 
-def test_the_timeout_comes_from_the_host(tmp_path):
+def test_host_vars_timeout_comes_from_the_host(tmp_path):
     binary = tmp_path / "containerd"
     binary.write_text("#!/bin/sh\nif [ \"$1\" = --version ]; then echo 'containerd github.com/containerd/containerd/v2 2.1.9'; "
                       "exit 0; fi\nsleep 60\n")
@@ -88,7 +88,7 @@ def test_the_timeout_comes_from_the_host(tmp_path):
     assert "did not finish within 1 s" in results["node-a"]["msg"], results["node-a"]["msg"]
 
 
-def test_an_option_set_in_the_task_wins(tmp_path):
+def test_host_vars_an_option_set_in_the_task_wins(tmp_path):
     a = node(tmp_path, "node-a", "2.1")
     hosts = {"node-a": {"gpurt_containerd_bin": "/nonexistent/containerd", "gpurt_containerd_config_path": a.config_path}}
     run, results = gather(tmp_path, {"host_vars": True, "containerd_bin": a.binary}, hosts)
@@ -96,7 +96,7 @@ def test_an_option_set_in_the_task_wins(tmp_path):
     assert results["node-a"]["containerd_bin"] == a.binary
 
 
-def test_without_host_vars_the_variables_are_not_read(tmp_path):
+def test_host_vars_off_the_variables_are_not_read(tmp_path):
     a = node(tmp_path, "node-a", "2.1")
     hosts = {"node-a": {"gpurt_containerd_bin": "/nonexistent/containerd"}}
     run, results = gather(tmp_path, {"containerd_bin": a.binary, "config_path": a.config_path}, hosts)
@@ -104,7 +104,7 @@ def test_without_host_vars_the_variables_are_not_read(tmp_path):
     assert results["node-a"]["containerd_bin"] == a.binary
 
 
-def test_a_bad_value_names_the_variable(tmp_path):
+def test_host_vars_a_bad_value_names_the_variable(tmp_path):
     a = node(tmp_path, "node-a", "2.1")
     hosts = {"node-a": {"gpurt_containerd_bin": a.binary, "gpurt_containerd_config_path": a.config_path,
                         "gpurt_containerd_timeout": "soon"}}
@@ -115,7 +115,7 @@ def test_a_bad_value_names_the_variable(tmp_path):
     assert "'timeout'" in result["msg"] and "(host variables: timeout from gpurt_containerd_timeout)" in result["msg"]
 
 
-def test_an_undefined_reference_fails_naming_the_variable(tmp_path):
+def test_host_vars_an_undefined_reference_names_the_variable(tmp_path):
     node(tmp_path, "node-a", "2.1")
     hosts = {"node-a": {"gpurt_containerd_bin": "{{ no_such_variable }}/containerd"}}
     run, results = gather(tmp_path, {"host_vars": True}, hosts)
