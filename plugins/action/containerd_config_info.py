@@ -76,11 +76,13 @@ class ActionModule(ActionBase):
         if not use_vars:
             return args, from_vars
         for option, variable in HOST_VARS:
-            if option in args or variable not in task_vars:
+            if option in args or task_vars.get(variable) is None:
                 continue
             try:
-                args[option] = self._templar.template(task_vars[variable])
+                value = self._templar.template(task_vars[variable])
             except AnsibleError as exc:
                 raise HostVarError("cannot resolve the host variable %s: %s" % (variable, exc))
-            from_vars.append((option, variable))
+            if value is not None:  # null, as an unset variable: the option's default
+                args[option] = value
+                from_vars.append((option, variable))
         return args, from_vars

@@ -131,7 +131,8 @@ options:
         C(cdi_spec_dirs) from C(gpurt_cdi_spec_dirs), C(timeout) from C(gpurt_containerd_timeout),
         C(shim_dirs) from C(gpurt_shim_dirs), C(crictl_bin) from C(gpurt_crictl_bin) and
         C(cri_endpoint) from C(gpurt_cri_endpoint).
-      - An option set in the task wins. An option whose variable the host does not have keeps its default.
+      - An option set in the task wins. An option whose variable the host does not have, or has as null,
+        keeps its default.
       - The same as setting each option to its variable with a C(default(omit)) filter, without a
         template per option and host for the controller to compile.
     type: bool

@@ -55,7 +55,7 @@ def test_host_vars_fill_the_options_from_each_host(tmp_path):
         "node-a": {"gpurt_containerd_bin": a.binary, "gpurt_containerd_config_path": a.config_path,
                    "gpurt_kubelet_config_path": a.kubelet_config_path},
         # a template, resolved for this host
-        "node-b": {"gpurt_containerd_bin": b.binary, "node_root": b.root,
+        "node-b": {"gpurt_containerd_bin": b.binary, "node_root": b.root, "gpurt_kubelet_config_path": None,
                    "gpurt_containerd_config_path": "{{ node_root }}/etc/containerd/config.toml",
                    "gpurt_dropin_dirs": ["{{ node_root }}/etc/containerd/elsewhere.d"]},
     }
@@ -70,8 +70,9 @@ def test_host_vars_fill_the_options_from_each_host(tmp_path):
     assert (b_result["containerd_bin"], b_result["config_path"]) == (b.binary, b.config_path)
     assert b_result["dropin_dirs"] == [b.path("etc/containerd/elsewhere.d")]
     assert b_result["version_major"] == 1
-    # a variable the host does not have leaves the module's default
+    # a variable the host does not have, or has as null, leaves the module's default
     assert b_result["kubelet_config"]["path"] == "/var/lib/kubelet/config.yaml"
+    assert a_result["cdi_spec_dirs_read"] == b_result["cdi_spec_dirs_read"] == ["/etc/cdi", "/var/run/cdi"]
 
 
 def test_host_vars_timeout_comes_from_the_host(tmp_path):
