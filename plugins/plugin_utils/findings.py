@@ -18,7 +18,7 @@ import difflib
 import os
 import re
 
-from ansible_collections.gpurt.runtime_gate.plugins.module_utils import containerd_config
+from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import containerd_shapes
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils import quantity
 
 SEVERITIES = ("error", "warning", "info")
@@ -31,7 +31,7 @@ JUDGE_SPEC = dict(
     fail_on=dict(type="str", default="error", choices=list(FAIL_ON_CHOICES)),
 )
 
-V1, V2, V3 = containerd_config.CRI_PLUGIN_V1, containerd_config.CRI_PLUGIN_V2, containerd_config.CRI_PLUGIN_V3
+V1, V2, V3 = containerd_shapes.CRI_PLUGIN_V1, containerd_shapes.CRI_PLUGIN_V2, containerd_shapes.CRI_PLUGIN_V3
 _RUNC_TYPES = ("io.containerd.runc.v2", "io.containerd.runc.v1", "io.containerd.runtime.v1.linux")
 # containerd 2.3 refuses a drop-in whose version is above the root file's (measured, 2.3.4).
 _REFUSES_DROPIN_ABOVE_ROOT = (2, 3)
@@ -507,11 +507,11 @@ def file_readings(ctx):
     out = []
     for entry in merged:
         effective = _effective_version(entry, root, ctx.version)
-        replaced = containerd_config.replaced_by(major, effective, minor)
+        replaced = containerd_shapes.replaced_by(major, effective, minor)
         unit = merged if ctx.version < (2, 3) else [entry]
         reasons = {}
         for plugin in sorted(entry["parsed"].get("runtimes_by_plugin") or {}):
-            reasons[plugin] = containerd_config.ignored_plugin_reason(major, effective, plugin, minor)
+            reasons[plugin] = containerd_shapes.ignored_plugin_reason(major, effective, plugin, minor)
             replacing = _runtimes_table_in(unit, replaced.get(plugin, ())) if reasons[plugin] is None else None
             if replacing:
                 reasons[plugin] = (
@@ -555,7 +555,7 @@ def check_ignored_sections(ctx):
                     "are absent from the loaded config: %s" % ", ".join(absent) if absent
                     else "are loaded anyway, from another file or containerd's defaults, not with this section's "
                          "settings"),
-                "move the runtimes under plugins.\"%s\"" % (V3 if major >= 2 else containerd_config.plugins_read(major, version)[0])
+                "move the runtimes under plugins.\"%s\"" % (V3 if major >= 2 else containerd_shapes.plugins_read(major, version)[0])
                 if version >= 2 or major < 2 else "set version = 2 (1.x) or 3 (2.x) with the matching plugin name",
                 {"file": entry["path"], "file_version": version, "plugin": plugin, "runtimes": names,
                  "not_loaded": absent, "loader_warnings": gathered.get("dump_warnings", [])[:10]},

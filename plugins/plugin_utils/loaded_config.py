@@ -7,7 +7,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.gpurt.runtime_gate.plugins.module_utils import containerd_config
+from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import containerd_shapes
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import toml_document
 
 
@@ -21,8 +21,8 @@ def summarize_dump(text, source="containerd config dump output"):
         raise DumpError("%s is empty" % source)
     try:
         doc = toml_document.loads(text, source)
-        summary = containerd_config.summarize(doc)
-    except (toml_document.TomlError, containerd_config.ConfigShapeError) as exc:
+        summary = containerd_shapes.summarize(doc)
+    except (toml_document.TomlError, containerd_shapes.ConfigShapeError) as exc:
         raise DumpError(str(exc) if isinstance(exc, toml_document.TomlError) else "%s: %s" % (source, exc))
     add_runtime_files(doc, summary)
     return summary
@@ -35,7 +35,7 @@ def _text(value):
 def add_runtime_files(doc, summary):
     """Each loaded runtime's ``config_path`` (options.ConfigPath, kata's) and ``base_runtime_spec``:
     files a runtime needs on the node besides its binary."""
-    for plugin, section in containerd_config.cri_sections(doc):
+    for plugin, section in containerd_shapes.cri_sections(doc):
         runtimes = ((section.get("containerd") or {}).get("runtimes") or {}) if isinstance(section, dict) else {}
         if not isinstance(runtimes, dict):
             continue
@@ -56,16 +56,16 @@ def summarize_file(entry):
     try:
         doc = toml_document.loads(entry["content"], entry["path"])
         summary.update(
-            version=containerd_config.config_version(doc),
+            version=containerd_shapes.config_version(doc),
             version_written="version" in doc,
             runtimes_by_plugin=dict(
-                (plugin, sorted(runtimes)) for plugin, runtimes in containerd_config.runtimes_by_plugin(doc).items()
+                (plugin, sorted(runtimes)) for plugin, runtimes in containerd_shapes.runtimes_by_plugin(doc).items()
             ),
             plugins=sorted((doc.get("plugins") or {}).keys()) if isinstance(doc.get("plugins"), dict) else [],
             imports=doc.get("imports", []),
             runtimes_tables=runtimes_tables(doc),
         )
-    except (toml_document.TomlError, containerd_config.ConfigShapeError) as exc:
+    except (toml_document.TomlError, containerd_shapes.ConfigShapeError) as exc:
         summary["error"] = str(exc)
     return summary
 
@@ -75,7 +75,7 @@ def runtimes_tables(doc):
     containerd 2.x migrating a version 2 config lets such a table under
     io.containerd.cri.v1.runtime replace the runtimes of io.containerd.grpc.v1.cri (measured)."""
     out = []
-    for plugin, section in containerd_config.cri_sections(doc):
+    for plugin, section in containerd_shapes.cri_sections(doc):
         containerd = section.get("containerd")
         if isinstance(containerd, dict) and "runtimes" in containerd:
             out.append(plugin)

@@ -32,6 +32,7 @@ import os
 import re
 
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils import containerd_config as cc
+from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import containerd_shapes as shapes
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils import host_paths
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils.containerd_files import STAGE_PLACEHOLDER
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import toml_document
@@ -212,11 +213,11 @@ def _section(doc, *keys):
 
 def dump_plugin(major):
     """The CRI plugin a dump of this containerd shows its runtimes under."""
-    return cc.CRI_PLUGIN_V2 if major < 2 else cc.CRI_PLUGIN_V3
+    return shapes.CRI_PLUGIN_V2 if major < 2 else shapes.CRI_PLUGIN_V3
 
 
 def cri_plugin_for(version):
-    return cc.CRI_PLUGIN_V2 if version <= 2 else cc.CRI_PLUGIN_V3
+    return shapes.CRI_PLUGIN_V2 if version <= 2 else shapes.CRI_PLUGIN_V3
 
 
 def runtime_mismatches(doc, plugin, spec):
@@ -344,9 +345,9 @@ def _migrated_main(node, main_doc, default_version):
         raise Refusal("could not cut the imports out of the main config faithfully for the migration")
     migrated = parse(mig["text"], "containerd config migrate output")
     declared = set()
-    for runtimes in cc.runtimes_by_plugin(main_doc).values():
+    for runtimes in shapes.runtimes_by_plugin(main_doc).values():
         declared.update(runtimes)
-    migrated_runtimes = set(_get(migrated, "plugins", cc.CRI_PLUGIN_V3, "containerd", "runtimes") or {})
+    migrated_runtimes = set(_get(migrated, "plugins", shapes.CRI_PLUGIN_V3, "containerd", "runtimes") or {})
     lost = sorted(declared - migrated_runtimes)
     if lost:
         raise Refusal("containerd config migrate drops runtime(s) %s of the main config" % ", ".join(lost))
@@ -483,14 +484,14 @@ def containerd_text_imports(text):
 def _main(node):
     """(parsed main or None, its text or None, the version the drop-ins take)."""
     main = node.files[0]
-    default_version = cc.config_version(node.default_doc) if node.major >= 2 else 2
+    default_version = shapes.config_version(node.default_doc) if node.major >= 2 else 2
     if not node.gathered.get("config_exists"):
         return None, None, default_version
     text = main["content"]
     doc = parse(text, node.config_path)
     try:
-        version = cc.config_version(doc)
-    except cc.ConfigShapeError as exc:
+        version = shapes.config_version(doc)
+    except shapes.ConfigShapeError as exc:
         raise Refusal("%s: %s" % (node.config_path, exc))
     if node.major < 2 and version == 1 and not _bare(doc):
         raise Refusal("%s is version 1 (plugins.cri); containerd 1.x has no config migrate and this role does not "
@@ -511,7 +512,7 @@ def _bare(doc):
 
 def _main_text(node, main_doc, main_text, main_version, add_import, notes):
     """(new text or None when unchanged, new parsed doc) of the main config."""
-    default_version = cc.config_version(node.default_doc) if node.major >= 2 else 2
+    default_version = shapes.config_version(node.default_doc) if node.major >= 2 else 2
     if main_doc is None:
         doc = {"version": default_version, "imports": [add_import] if add_import else []}
         notes.append("%s does not exist (containerd runs on its defaults); created with only version and imports"
@@ -554,10 +555,10 @@ def _dropin_plugin(node, version, notes):
             doc = toml_document.loads(entry.get("content") or "", entry["path"])
         except toml_document.TomlError:
             continue
-        if isinstance(doc.get("plugins"), dict) and cc.CRI_PLUGIN_V3 in doc["plugins"]:
+        if isinstance(doc.get("plugins"), dict) and shapes.CRI_PLUGIN_V3 in doc["plugins"]:
             notes.append("%s declares %s in a version 2 file, so containerd 2.x reads only that name: the drop-ins "
-                         "use it too" % (entry["path"], cc.CRI_PLUGIN_V3))
-            return cc.CRI_PLUGIN_V3
+                         "use it too" % (entry["path"], shapes.CRI_PLUGIN_V3))
+            return shapes.CRI_PLUGIN_V3
     return plugin
 
 
@@ -598,11 +599,11 @@ def _plan_1x(node, opts, specs, version, change_default, wanted_default, need_cd
         doc = parse(entry["content"], entry["path"])
         file_version = doc.get("version", version if entry["role"] == "imported" else 1)
         plugins = doc.get("plugins") if isinstance(doc.get("plugins"), dict) else {}
-        if file_version != 2 and (cc.CRI_PLUGIN_V1 in plugins or cc.CRI_PLUGIN_V3 in plugins):
+        if file_version != 2 and (shapes.CRI_PLUGIN_V1 in plugins or shapes.CRI_PLUGIN_V3 in plugins):
             raise Refusal("%s is version %s with a CRI section containerd 1.x reads differently; the whole CRI section "
                           "cannot be carried over faithfully" % (entry["path"], file_version))
-        if isinstance(plugins.get(cc.CRI_PLUGIN_V2), dict):
-            owner, section = entry["path"], copy.deepcopy(plugins[cc.CRI_PLUGIN_V2])
+        if isinstance(plugins.get(shapes.CRI_PLUGIN_V2), dict):
+            owner, section = entry["path"], copy.deepcopy(plugins[shapes.CRI_PLUGIN_V2])
     runtimes = _section(section, "containerd", "runtimes")
     if not runtimes:
         loaded_runc = _get(node.before, "plugins", node.plugin, "containerd", "runtimes", "runc")
@@ -619,7 +620,7 @@ def _plan_1x(node, opts, specs, version, change_default, wanted_default, need_cd
                  "of that CRI section elsewhere are shadowed by it" % (path, origin))
     content = _header(["containerd 1.x takes a plugin's whole section from the last file that declares it",
                        "(containerd#5837): this file carries %s, plus the runtimes below." % origin]) + \
-        toml_document.dumps({"version": 2, "plugins": {cc.CRI_PLUGIN_V2: section}})
+        toml_document.dumps({"version": 2, "plugins": {shapes.CRI_PLUGIN_V2: section}})
     # Own files of an earlier layout (one per runtime, or another name) would replace this section again.
     removes = [p for p in own if p != path]
     return [{"path": path, "content": content}], removes
@@ -655,7 +656,7 @@ def _check_merged_last(node, resolved, own_after, removes):
     for path in order[order.index(mine[-1]) + 1:]:
         content = node.by_path.get(path, {}).get("content")
         plugins = parse(content or "", path).get("plugins") if content is not None else None
-        if isinstance(plugins, dict) and any(name in plugins for name in cc.CRI_PLUGIN_NAMES):
+        if isinstance(plugins, dict) and any(name in plugins for name in shapes.CRI_PLUGIN_NAMES):
             later.append(path)
     if later:
         raise Refusal("containerd 1.x merges %s after the role's %s and takes the whole CRI section from the last file "
@@ -679,7 +680,7 @@ def _implicit_allowed(node, specs, missing, change_default, need_cdi, own, remov
         content = own.get(path, {}).get("content")
         if content is None:
             continue
-        for runtimes in cc.runtimes_by_plugin(parse(content, path)).values():
+        for runtimes in shapes.runtimes_by_plugin(parse(content, path)).values():
             for name in runtimes:
                 if name not in [s["name"] for s in specs]:
                     allowed.append(base + ("containerd", "runtimes", name))
@@ -779,14 +780,14 @@ def prove(the_plan, gathered, staged, accept=None):
         problems.append("containerd ignores part of the proposed files: %s" % " | ".join(new_warnings[:5]))
     for spec in the_plan["specs"]:
         for path, have, want in runtime_mismatches(after, plugin, spec):
-            setters = _who_sets(gathered, cc.CRI_PLUGIN_NAMES, spec["name"], path[5:])
+            setters = _who_sets(gathered, shapes.CRI_PLUGIN_NAMES, spec["name"], path[5:])
             problems.append("%s would load as %s, not %s%s" % (
                 key_path(path), literal(have), literal(want),
                 " (also set in %s, which containerd merges after the role's file)" % ", ".join(setters) if setters else ""))
     expected_default = the_plan["wanted_default"] or the_plan["loaded_default"]
     staged_default = _get(after, "plugins", plugin, "containerd", "default_runtime_name") or ""
     if staged_default != expected_default:
-        setters = _who_sets(gathered, cc.CRI_PLUGIN_NAMES, None, ("default_runtime_name",))
+        setters = _who_sets(gathered, shapes.CRI_PLUGIN_NAMES, None, ("default_runtime_name",))
         problems.append("default_runtime_name would be %r, not %r%s" % (
             staged_default, expected_default, " (set in %s)" % ", ".join(setters) if setters else ""))
     matched = set()

@@ -7,6 +7,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils import containerd_config as cc
+from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import containerd_shapes as shapes
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import findings as checks
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import loaded_config
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import toml_document
@@ -93,7 +94,7 @@ def test_dump_path_reshaped_real_dumps(name, data):
     """Valid TOML of the wrong shape: replace one node of a real dump with any value."""
     doc = tomllib.loads(DUMP_TEXTS[name])
     interesting = [p for p in paths_of(doc) if p[0] in ("version", "imports", "plugins")
-                   and (len(p) < 3 or p[1] in cc.CRI_PLUGIN_NAMES)]
+                   and (len(p) < 3 or p[1] in shapes.CRI_PLUGIN_NAMES)]
     path = data.draw(st.sampled_from(interesting), label="path")
     target = doc
     for key in path[:-1]:
@@ -125,7 +126,7 @@ def configs(draw):
     version = draw(st.integers(1, 4))
     plugins = {}
     expected = set()
-    for plugin in draw(st.lists(st.sampled_from(cc.CRI_PLUGIN_NAMES), min_size=1, max_size=3, unique=True)):
+    for plugin in draw(st.lists(st.sampled_from(shapes.CRI_PLUGIN_NAMES), min_size=1, max_size=3, unique=True)):
         runtimes = draw(st.dictionaries(NAMES, runtime_tables(), max_size=4))
         expected.update(runtimes)
         containerd = {"runtimes": runtimes}
@@ -136,7 +137,7 @@ def configs(draw):
             section.update(enable_cdi=draw(st.booleans()), cdi_spec_dirs=draw(st.lists(st.text(max_size=10), max_size=2)))
         plugins[plugin] = section
     # plugins that are not CRI, with any keys and values
-    plugins.update(draw(st.dictionaries(KEYS.filter(lambda k: k and k not in cc.CRI_PLUGIN_NAMES),
+    plugins.update(draw(st.dictionaries(KEYS.filter(lambda k: k and k not in shapes.CRI_PLUGIN_NAMES),
                                         st.dictionaries(KEYS, ANY_VALUES, max_size=3), max_size=2)))
     doc = {"version": version, "plugins": plugins}
     if draw(st.booleans()):
@@ -150,7 +151,7 @@ def test_roundtrip_and_summary(generated):
     doc, expected = generated
     text = toml_document.dumps(doc)
     assert tomllib.loads(text) == doc
-    summary = cc.summarize(toml_document.loads(text))
+    summary = shapes.summarize(toml_document.loads(text))
     assert set(summary["runtime_names"]) == expected
     assert summary["runtime_names"] == sorted(expected)
     assert summary["version"] == doc["version"]

@@ -2,11 +2,11 @@ import random
 
 import pytest
 
-from ansible_collections.gpurt.runtime_gate.plugins.module_utils import containerd_config as cc
+from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import containerd_shapes as shapes
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import findings as checks
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import loaded_config
 
-V1, V2, V3 = cc.CRI_PLUGIN_V1, cc.CRI_PLUGIN_V2, cc.CRI_PLUGIN_V3
+V1, V2, V3 = shapes.CRI_PLUGIN_V1, shapes.CRI_PLUGIN_V2, shapes.CRI_PLUGIN_V3
 
 
 def rc(name, handler=None, selector=None, overhead=None):

@@ -1,0 +1,155 @@
+"""containerd_shapes: the runtimes of a parsed config of every version, and which plugin each containerd release reads."""
+import os
+
+import pytest
+
+from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import containerd_shapes as shapes
+from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import loaded_config
+
+DUMPS = os.path.join(os.path.dirname(__file__), "..", "..", "fixtures", "dumps")
+
+
+def dump_text(name):
+    with open(os.path.join(DUMPS, name)) as handle:
+        return handle.read()
+
+
+@pytest.mark.parametrize("name", ["containerd-1.6-v2-nvidia.toml", "containerd-1.7-v2-nvidia.toml"])
+def test_v2_dump_of_1x(name):
+    loaded = loaded_config.summarize_dump(dump_text(name))
+    assert loaded["version"] == 2
+    assert loaded["cri_plugins"] == [shapes.CRI_PLUGIN_V2]
+    assert loaded["runtime_names"] == ["nvidia", "runc"]
+    nvidia = loaded["runtimes"]["nvidia"]
+    assert nvidia["runtime_type"] == "io.containerd.runc.v2"
+    assert nvidia["binary_name"] == "/usr/bin/nvidia-container-runtime"
+    assert nvidia["systemd_cgroup"] is True
+    assert nvidia["plugin"] == shapes.CRI_PLUGIN_V2
+    assert loaded["default_runtime_name"] == "runc"
+    # 1.x dumps imports as the files it merged, the main file first.
+    assert loaded["imports"] == ["fx/config.toml"]
+
+
+def test_v3_dump_of_2x():
+    loaded = loaded_config.summarize_dump(dump_text("containerd-2.1-v3-nvidia.toml"))
+    assert loaded["version"] == 3
+    assert loaded["cri_plugins"] == [shapes.CRI_PLUGIN_V3]
+    assert loaded["runtime_names"] == ["nvidia", "nvidia-cdi", "runc"]
+    assert loaded["runtimes"]["nvidia-cdi"]["binary_name"] == "/usr/bin/nvidia-container-runtime.cdi"
+    # 2.x dumps a user runtime with only the options written; unset means false to containerd.
+    assert loaded["runtimes"]["nvidia-cdi"]["systemd_cgroup"] is None
+    assert loaded["runtimes"]["runc"]["binary_name"] == ""
+    assert loaded["enable_cdi"] is True
+    assert loaded["cdi_spec_dirs"] == ["/etc/cdi", "/var/run/cdi"]
+    # 2.x dumps the patterns as written.
+    assert loaded["imports"] == ["/etc/containerd/conf.d/*.toml"]
+
+
+def test_2x_migrates_a_v2_file():
+    loaded = loaded_config.summarize_dump(dump_text("containerd-2.1-from-v2-nvidia.toml"))
+    assert loaded["version"] == 3
+    assert loaded["runtime_names"] == ["nvidia", "runc"]
+    assert loaded["runtimes"]["runc"]["systemd_cgroup"] is True
+
+
+def test_v3_with_old_plugin_name_loses_the_runtime():
+    loaded = loaded_config.summarize_dump(dump_text("containerd-2.1-v3-oldname.toml"))
+    assert loaded["runtime_names"] == ["runc"]
+
+
+def test_partial_dump_without_cri_plugin():
+    loaded = loaded_config.summarize_dump('version = 2\nroot = "/var/lib/containerd"\n')
+    assert loaded["runtime_names"] == []
+    assert loaded["default_runtime_name"] == ""
+    assert loaded["cri_plugins"] == []
+
+
+def test_partial_dump_with_runtime_only():
+    text = '[plugins."io.containerd.cri.v1.runtime".containerd.runtimes.nvidia]\n'
+    loaded = loaded_config.summarize_dump("version = 3\n" + text)
+    assert loaded["runtime_names"] == ["nvidia"]
+    assert loaded["runtimes"]["nvidia"]["runtime_type"] == ""
+    assert loaded["runtimes"]["nvidia"]["systemd_cgroup"] is None
+
+
+def test_v3_name_wins_over_v2_name_for_the_same_runtime():
+    doc = {"version": 3, "plugins": {
+        shapes.CRI_PLUGIN_V2: {"containerd": {"runtimes": {"nvidia": {"runtime_type": "old"}}}},
+        shapes.CRI_PLUGIN_V3: {"containerd": {"runtimes": {"nvidia": {"runtime_type": "new"}}}},
+    }}
+    assert shapes.summarize(doc)["runtimes"]["nvidia"]["runtime_type"] == "new"
+
+
+@pytest.mark.parametrize("text, message", [
+    ("", "is empty"),
+    ("   \n", "is empty"),
+    ("garbage [[[", "not valid TOML"),
+    ("version = 2\n[plugins\n", "not valid TOML"),
+    ('version = "two"\n', "'version' must be an integer"),
+    ("version = 2\nplugins = 3\n", "'plugins' must be a table"),
+    ('version = 2\nimports = "x"\n', "'imports' must be a list"),
+    ('version = 2\n[plugins."io.containerd.grpc.v1.cri".containerd]\nruntimes = 1\n', "must be a table"),
+    (b"version = 2\nroot = '\xff\xfe'\n", "not UTF-8"),
+])
+def test_bad_dumps_raise_dump_error(text, message):
+    with pytest.raises(loaded_config.DumpError) as excinfo:
+        loaded_config.summarize_dump(text)
+    assert message in str(excinfo.value)
+
+
+def test_truncated_dump_is_an_error():
+    text = dump_text("containerd-2.1-v3-nvidia.toml")
+    cut = text.index("runtimes.nvidia]") + 5
+    with pytest.raises(loaded_config.DumpError):
+        loaded_config.summarize_dump(text[:cut])
+
+
+@pytest.mark.parametrize("major, version, plugin, ignored", [
+    (2, 3, shapes.CRI_PLUGIN_V2, True),
+    (2, 3, shapes.CRI_PLUGIN_V3, False),
+    (2, 2, shapes.CRI_PLUGIN_V2, False),
+    (2, 1, shapes.CRI_PLUGIN_V1, True),
+    (1, 2, shapes.CRI_PLUGIN_V2, False),
+    (1, 2, shapes.CRI_PLUGIN_V3, True),
+    (1, 3, shapes.CRI_PLUGIN_V3, True),
+    (1, 3, shapes.CRI_PLUGIN_V2, False),
+    (1, 1, shapes.CRI_PLUGIN_V1, False),
+    (2, 4, shapes.CRI_PLUGIN_V3, False),
+    (2, 9, shapes.CRI_PLUGIN_V3, False),
+])
+def test_which_plugin_name_each_version_reads(major, version, plugin, ignored):
+    assert (shapes.ignored_plugin_reason(major, version, plugin) is not None) is ignored
+
+
+V1, V2, V3 = shapes.CRI_PLUGIN_V1, shapes.CRI_PLUGIN_V2, shapes.CRI_PLUGIN_V3
+
+
+# Measured with the real binaries, one runtime per plugin name in a file of each version
+# (tests/integration/test_audit_checks_23.py loads these with 2.1.9 and 2.3.4).
+@pytest.mark.parametrize("release, version, read", [
+    ((2, 1), 1, {V3}),
+    ((2, 1), 2, {V1, V2, V3}),
+    ((2, 1), 3, {V1, V3}),  # plugins.cri of a version 3 file loads on 2.1
+    ((2, 3), 1, {V1, V2, V3}),  # 2.3 migrates a version 1 file; 2.1 drops its runtimes
+    ((2, 3), 2, {V1, V2, V3}),
+    ((2, 3), 3, {V1, V2, V3}),  # 2.3 migrates a version 3 file with the old name too
+    ((2, 3), 4, {V1, V3}),  # ... but not a version 4 one
+    ((2, 4), 4, {V1, V3}),
+    ((1, 7), 2, {V2}),
+])
+def test_plugins_read_by_release(release, version, read):
+    assert set(shapes.plugins_read(release[0], version, release[1])) == read
+    for plugin in {V1, V2, V3} - read:
+        assert shapes.ignored_plugin_reason(release[0], version, plugin, release[1]) is not None
+    for plugin in read:
+        assert shapes.ignored_plugin_reason(release[0], version, plugin, release[1]) is None
+
+
+def test_migration_replacement_by_release():
+    assert shapes.replaced_by(2, 2, 1) == {V2: (V3,)}
+    assert shapes.replaced_by(2, 3, 1) == {}
+    assert shapes.replaced_by(2, 3, 3) == {V2: (V3,)}
+    assert shapes.replaced_by(2, 1, 3) == {V1: (V2, V3), V2: (V3,)}
+    assert shapes.replaced_by(2, 4, 3) == {}
+    assert shapes.replaced_by(1, 2, 7) == {}
+    assert "2.3+" in shapes.ignored_plugin_reason(2, 4, V2, 3)
