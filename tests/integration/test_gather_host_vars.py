@@ -132,3 +132,32 @@ def test_host_vars_must_be_a_boolean(tmp_path):
     result = results["node-a"]
     assert result["failed"] is True
     assert result["msg"] == "node-a: host_vars must be a boolean, not 'sometimes'"
+
+
+def test_host_vars_in_the_audit_a_bad_variable_leaves_that_node_not_checked(tmp_path):
+    """The audit's gather reads the host variables: a node whose variable cannot be resolved or has the
+    wrong type is NOT CHECKED with the variable named, the run fails, and the other nodes are judged."""
+    good = node(tmp_path, "a-good", "2.1")
+    hosts = {
+        "a-good": {"gpurt_containerd_bin": good.binary, "gpurt_containerd_config_path": good.config_path},
+        "b-bad-var": {"gpurt_containerd_bin": "{{ no_such_variable }}/containerd"},
+        "c-bad-type": {"gpurt_containerd_bin": good.binary, "gpurt_containerd_timeout": "soon"},
+    }
+    inventory = ansible_run.write_inventory(str(tmp_path / "inv.json"), hosts)
+    reports = tmp_path / "reports"
+    run = ansible_run.playbook(
+        ansible_run.REPO + "/playbooks/audit.yml", inventory, check=True,
+        extra_vars={"gpurt_runtimeclasses_src": ansible_run.REPO + "/inventory/demo/runtimeclasses",
+                    "gpurt_report_dir": str(reports)})
+    assert "Traceback" not in run.text, run
+    assert run.rc == 2, run
+    with open(str(reports / "audit.json")) as handle:
+        nodes = json.load(handle)["nodes"]
+    assert nodes["a-good"]["status"] in ("OK", "FINDINGS")
+    assert nodes["b-bad-var"]["status"] == "NOT CHECKED"
+    # ansible-core 2.16 says the undefined name twice
+    assert nodes["b-bad-var"]["reason"].startswith(
+        "b-bad-var: cannot resolve the host variable gpurt_containerd_bin: 'no_such_variable' is undefined")
+    assert nodes["c-bad-type"]["status"] == "NOT CHECKED"
+    assert nodes["c-bad-type"]["reason"].endswith("(host variables: timeout from gpurt_containerd_timeout)")
+    assert run.recap["b-bad-var"]["failed"] == 1 and run.recap["c-bad-type"]["failed"] == 1
