@@ -6,6 +6,7 @@ import json
 import pytest
 
 from tests.lib import ansible_run
+from tests.lib.fake_containerd import FakeContainerd
 from tests.lib.nodes import Node
 
 pytestmark = pytest.mark.integration
@@ -76,13 +77,10 @@ def test_host_vars_fill_the_options_from_each_host(tmp_path):
 
 
 def test_host_vars_timeout_comes_from_the_host(tmp_path):
-    binary = tmp_path / "containerd"
-    binary.write_text("#!/bin/sh\nif [ \"$1\" = --version ]; then echo 'containerd github.com/containerd/containerd/v2 2.1.9'; "
-                      "exit 0; fi\nsleep 60\n")
-    binary.chmod(0o755)
+    hanging = FakeContainerd(tmp_path, dump_prefix="sleep 60")
     config = tmp_path / "config.toml"
     config.write_text("version = 3\n")
-    hosts = {"node-a": {"gpurt_containerd_bin": str(binary), "gpurt_containerd_config_path": str(config),
+    hosts = {"node-a": {"gpurt_containerd_bin": str(hanging.path), "gpurt_containerd_config_path": str(config),
                         "gpurt_containerd_timeout": 1}}
     run, results = gather(tmp_path, {"host_vars": True}, hosts)
     assert results["node-a"]["failed"] is True
