@@ -657,6 +657,15 @@ class TestCgroupDriver(object):
         out, skipped = self.cgroup(self.gathered(text, False))
         assert out == [] and why in skipped
 
+    def test_kubelet_config_parsed_once_for_the_need_and_the_check(self, monkeypatch):
+        import yaml
+        calls = []
+        real_load = yaml.load
+        monkeypatch.setattr(yaml, "load", lambda *a, **kw: calls.append(a) or real_load(*a, **kw))
+        out, skipped = self.cgroup(self.gathered("cgroupDriver: systemd\n", False))
+        assert len(calls) == 1 and skipped is None
+        assert ids(out) == [("cgroup_driver", "error", "nvidia")]
+
     def test_unread_kubelet_config_skips_the_check(self):
         g = self.gathered(None, False, error="not read: /k is a FIFO, not a regular file")
         out, skipped = self.cgroup(g)
