@@ -657,6 +657,12 @@ class TestCgroupDriver(object):
         out, skipped = self.cgroup(self.gathered(text, False))
         assert out == [] and why in skipped
 
+    def test_kubelet_config_text_of_a_str_subclass(self):
+        class UnsafeText(str):  # as ansible-core 2.16 hands a registered result's strings over
+            pass
+        out, skipped = self.cgroup(self.gathered(UnsafeText("cgroupDriver: systemd\n"), False))
+        assert skipped is None and ids(out) == [("cgroup_driver", "error", "nvidia")]
+
     def test_kubelet_config_parsed_once_for_the_need_and_the_check(self, monkeypatch):
         import yaml
         calls = []
