@@ -90,7 +90,8 @@ class ActionModule(ActionBase):
         run_nodes = {}
         for host in hosts:
             hv = audit.host_vars(hostvars, host, (args["gathered_var"], "gpurt_node_labels", "gpurt_node_allocatable",
-                                                  "gpurt_node_name", "gpurt_kubelet_cgroup_driver"))
+                                                  "gpurt_node_name", "gpurt_kubelet_cgroup_driver"),
+                                 results=(args["gathered_var"],))
             node_name = hv["gpurt_node_name"] or host
             run_nodes[host] = node_name
             labels, allocatable = audit.node_facts(node_name, args["nodes"], hv["gpurt_node_labels"],

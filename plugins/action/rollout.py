@@ -88,7 +88,8 @@ class ActionModule(ActionBase):
                       if h not in playing and h not in hosts and h not in state["failing"]]
         entries = {}
         for host in hosts:
-            hv = audit.host_vars(hostvars, host, (args["result_var"], args["failure_var"]) + _PER_HOST)
+            hv = audit.host_vars(hostvars, host, (args["result_var"], args["failure_var"]) + _PER_HOST,
+                                 results=(args["result_var"], args["failure_var"]))
             options = dict(args, kubelet_cgroup_driver=hv["gpurt_kubelet_cgroup_driver"] or args["kubelet_cgroup_driver"])
             entries[host] = rollout.host_entry(
                 host, hv[args["result_var"]], hv[args["failure_var"]], args["runtimeclasses"], options,
@@ -118,7 +119,8 @@ class ActionModule(ActionBase):
         hosts = args["hosts"] if args["hosts"] is not None else task_vars.get("ansible_play_hosts_all", [])
         entries, run_nodes, labels = {}, {}, {}
         for host in hosts:
-            hv = audit.host_vars(hostvars, host, (args["batch_var"], "gpurt_node_name", "gpurt_node_labels"))
+            hv = audit.host_vars(hostvars, host, (args["batch_var"], "gpurt_node_name", "gpurt_node_labels"),
+                                 results=(args["batch_var"],))
             batch = hv[args["batch_var"]] or {}
             entry = (batch.get("nodes") or {}).get(host)
             entries[host] = entry if entry is not None else rollout.not_processed(

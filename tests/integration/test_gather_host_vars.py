@@ -159,3 +159,36 @@ def test_host_vars_in_the_audit_a_bad_variable_leaves_that_node_not_checked(tmp_
     assert nodes["c-bad-type"]["status"] == "NOT CHECKED"
     assert nodes["c-bad-type"]["reason"].endswith("(host variables: timeout from gpurt_containerd_timeout)")
     assert run.recap["b-bad-var"]["failed"] == 1 and run.recap["c-bad-type"]["failed"] == 1
+
+
+def test_the_judge_templates_each_hosts_variables_in_that_hosts_context(tmp_path):
+    """The judge reads the registered gather result as it is, and templates a host's own variables
+    for that host (not for the host it runs on): here the kubelet cgroup driver of each host."""
+    plain = node(tmp_path, "plain", "2.1")  # kubelet systemd, runc without SystemdCgroup: a finding
+    hosts = {
+        "a-first": {"gpurt_containerd_bin": plain.binary, "gpurt_containerd_config_path": plain.config_path,
+                    "gpurt_kubelet_config_path": plain.kubelet_config_path, "driver_here": "systemd",
+                    "gpurt_kubelet_cgroup_driver": "{{ driver_here }}"},
+        "b-second": {"gpurt_containerd_bin": plain.binary, "gpurt_containerd_config_path": plain.config_path,
+                     "gpurt_kubelet_config_path": plain.kubelet_config_path, "driver_here": "cgroupfs",
+                     "gpurt_kubelet_cgroup_driver": "{{ driver_here }}"},
+        "c-unset": {"gpurt_containerd_bin": plain.binary, "gpurt_containerd_config_path": plain.config_path,
+                    "gpurt_kubelet_config_path": plain.kubelet_config_path},
+    }
+    inventory = ansible_run.write_inventory(str(tmp_path / "inv.json"), hosts)
+    reports = tmp_path / "reports"
+    run = ansible_run.playbook(
+        ansible_run.REPO + "/playbooks/audit.yml", inventory, check=True,
+        extra_vars={"gpurt_runtimeclasses_src": ansible_run.REPO + "/inventory/demo/runtimeclasses",
+                    "gpurt_report_dir": str(reports)})
+    assert "Traceback" not in run.text, run
+    with open(str(reports / "audit.json")) as handle:
+        nodes = json.load(handle)["nodes"]
+
+    def cgroup(host):
+        return [f["evidence"]["kubelet_config"] for f in nodes[host]["findings"] if f["check"] == "cgroup_driver"]
+
+    assert cgroup("a-first") == ["variable"]
+    assert cgroup("b-second") == []
+    assert cgroup("c-unset") == [plain.kubelet_config_path]
+    assert nodes["a-first"]["runtimes"] == nodes["b-second"]["runtimes"] == ["runc"]

@@ -188,3 +188,72 @@ class TestAddDrift(object):
         out = audit.add_drift(entries, {"gpu": ["a", "b"]})
         assert [e["findings"] for e in out] == [[], []]
         assert all("node_drift" in e["checks_run"] for e in out)
+
+
+class FakeHostVars(object):
+    """ansible's hostvars as host_vars uses it: raw_get gives a host's variables untemplated,
+    hostvars[host] a view that templates on access (here: marks the value as templated)."""
+
+    def __init__(self, hosts):
+        self.hosts = hosts
+        self.templated = []
+        self.views = 0
+
+    def __contains__(self, host):
+        return host in self.hosts
+
+    def raw_get(self, host):
+        return self.hosts[host]
+
+    def __getitem__(self, host):
+        self.views += 1
+        outer = self
+
+        class View(dict):
+            def get(self, name, default=None):
+                outer.templated.append((host, name))
+                return ("templated", self[name]) if name in self else default
+        return View(self.hosts[host])
+
+
+def test_host_vars_reads_results_as_they_are_and_templates_only_what_the_host_sets():
+    result = {"loaded": {"runtimes": {"nvidia": {}}}, "msg": "{{ not a template to render }}"}
+    hostvars = FakeHostVars({
+        "plain": {"gpurt_loaded": result},
+        "named": {"gpurt_loaded": result, "gpurt_node_name": "{{ inventory_hostname }}-k8s", "gpurt_node_labels": None},
+    })
+    names = ("gpurt_loaded", "gpurt_node_name", "gpurt_node_labels")
+    assert audit.host_vars(hostvars, "plain", names, results=("gpurt_loaded",)) == {
+        "gpurt_loaded": result, "gpurt_node_name": None, "gpurt_node_labels": None}
+    assert hostvars.templated == [] and hostvars.views == 0
+    assert audit.host_vars(hostvars, "named", names, results=("gpurt_loaded",)) == {
+        "gpurt_loaded": result, "gpurt_node_name": ("templated", "{{ inventory_hostname }}-k8s"),
+        "gpurt_node_labels": None}
+    assert hostvars.templated == [("named", "gpurt_node_name")] and hostvars.views == 1
+    # without results, every set variable is templated
+    assert audit.host_vars(hostvars, "plain", names)["gpurt_loaded"] == ("templated", result)
+
+
+def test_host_vars_template_a_result_holding_ansibles_own_objects():
+    class WarningSummary(object):  # as ansible-core 2.19 keeps a module's warning in a registered result
+        pass
+    result = {"changed": True, "warnings": [WarningSummary()]}
+    hostvars = FakeHostVars({"a": {"res": result}})
+    assert audit.host_vars(hostvars, "a", ("res",), results=("res",)) == {"res": ("templated", result)}
+    assert hostvars.templated == [("a", "res")]
+
+
+@pytest.mark.parametrize("value, plain", [
+    ({"a": [1, 2.5, "x", None, True, {"b": []}]}, True),
+    ([], True),
+    ({"a": ({"b": 1},)}, False),
+    ({1: "int key"}, False),
+    ({"a": [object()]}, False),
+])
+def test_plain_data(value, plain):
+    assert audit.plain_data(value) is plain
+
+
+def test_host_vars_of_an_unknown_host_are_none():
+    assert audit.host_vars(FakeHostVars({}), "gone", ("a", "b")) == {"a": None, "b": None}
+    assert audit.host_vars({}, "gone", ("a",)) == {"a": None}
