@@ -127,17 +127,22 @@ def _extra(entry):
     return dict((k, entry[k]) for k in _EXTRA_KEYS if k in entry)
 
 
-_PLAIN_SCALARS = (str, int, float, bool, type(None))
+_PLAIN_SCALARS = (int, float, bool, type(None))
+_TEMPLATE_MARKS = ("{{", "{%", "{#")
 
 
 def plain_data(value):
-    """True when value is only dicts, lists and JSON scalars: a task result ansible stored as the
-    module returned it, with none of its own objects in it (ansible-core 2.19 keeps a warning as a
-    WarningSummary, for example, which templating turns into data)."""
+    """True when value is only dicts, lists and JSON scalars, and no string in it could be a
+    template: what templating would return unchanged. A task result ansible stored as the module
+    returned it is that; not one with ansible's own objects in it (ansible-core 2.19 keeps a warning
+    as a WarningSummary, which templating turns into data), nor a variable written with templates."""
     stack = [value]
     while stack:
         item = stack.pop()
-        if isinstance(item, dict):
+        if isinstance(item, str):
+            if "{" in item and any(mark in item for mark in _TEMPLATE_MARKS):
+                return False
+        elif isinstance(item, dict):
             if not all(isinstance(key, str) for key in item):
                 return False
             stack.extend(item.values())
@@ -152,8 +157,8 @@ def host_vars(hostvars, host, names, results=()):
     """Several variables of one host (ansible's hostvars), None for one that is unset or null.
 
     A variable is templated in the host's context, and only when the host sets it. Those named in
-    results hold task results and are taken as they are when they are plain data: a result is not a
-    template, and templating one walks all of it (on ansible-core 2.19, most of the judge's time at
+    results hold task results and are taken as they are when they are plain_data(): templating would
+    return them unchanged, after walking all of them (on ansible-core 2.19, most of the judge's time at
     N=200)."""
     raw = hostvars.raw_get(host) if host in hostvars else None
     if not isinstance(raw, Mapping):

@@ -217,7 +217,7 @@ class FakeHostVars(object):
 
 
 def test_host_vars_reads_results_as_they_are_and_templates_only_what_the_host_sets():
-    result = {"loaded": {"runtimes": {"nvidia": {}}}, "msg": "{{ not a template to render }}"}
+    result = {"loaded": {"runtimes": {"nvidia": {}}}, "msg": "a { brace"}
     hostvars = FakeHostVars({
         "plain": {"gpurt_loaded": result},
         "named": {"gpurt_loaded": result, "gpurt_node_name": "{{ inventory_hostname }}-k8s", "gpurt_node_labels": None},
@@ -249,9 +249,19 @@ def test_host_vars_template_a_result_holding_ansibles_own_objects():
     ({"a": ({"b": 1},)}, False),
     ({1: "int key"}, False),
     ({"a": [object()]}, False),
+    ({"a": {"b": "{{ inventory_hostname }}"}}, False),
+    (["{% if x %}"], False),
+    ("{# comment #}", False),
+    ({"a": "{ not a template }"}, True),
 ])
 def test_plain_data(value, plain):
     assert audit.plain_data(value) is plain
+
+
+def test_host_vars_template_a_result_variable_written_with_templates():
+    written = {"loaded": "{{ other_var }}"}  # set in the inventory, not registered
+    hostvars = FakeHostVars({"a": {"res": written}})
+    assert audit.host_vars(hostvars, "a", ("res",), results=("res",)) == {"res": ("templated", written)}
 
 
 def test_host_vars_of_an_unknown_host_are_none():
