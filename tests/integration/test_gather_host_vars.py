@@ -49,6 +49,19 @@ def gather(tmp_path, args, hosts, group_vars=None):
     return run, results
 
 
+def audit(tmp_path, hosts):
+    """The check-mode audit of hosts against the demo RuntimeClasses: the run and its report's nodes."""
+    inventory = ansible_run.write_inventory(str(tmp_path / "inv.json"), hosts)
+    reports = tmp_path / "reports"
+    run = ansible_run.playbook(
+        ansible_run.REPO + "/playbooks/audit.yml", inventory, check=True,
+        extra_vars={"gpurt_runtimeclasses_src": ansible_run.REPO + "/inventory/demo/runtimeclasses",
+                    "gpurt_report_dir": str(reports)})
+    assert "Traceback" not in run.text, run
+    with open(str(reports / "audit.json")) as handle:
+        return run, json.load(handle)["nodes"]
+
+
 def test_host_vars_fill_the_options_from_each_host(tmp_path):
     a = node(tmp_path, "node-a", "2.1", dropin="99-a.toml")
     b = node(tmp_path, "node-b", "1.7")
@@ -141,16 +154,8 @@ def test_host_vars_in_the_audit_a_bad_variable_leaves_that_node_not_checked(tmp_
         "b-bad-var": {"gpurt_containerd_bin": "{{ no_such_variable }}/containerd"},
         "c-bad-type": {"gpurt_containerd_bin": good.binary, "gpurt_containerd_timeout": "soon"},
     }
-    inventory = ansible_run.write_inventory(str(tmp_path / "inv.json"), hosts)
-    reports = tmp_path / "reports"
-    run = ansible_run.playbook(
-        ansible_run.REPO + "/playbooks/audit.yml", inventory, check=True,
-        extra_vars={"gpurt_runtimeclasses_src": ansible_run.REPO + "/inventory/demo/runtimeclasses",
-                    "gpurt_report_dir": str(reports)})
-    assert "Traceback" not in run.text, run
+    run, nodes = audit(tmp_path, hosts)
     assert run.rc == 2, run
-    with open(str(reports / "audit.json")) as handle:
-        nodes = json.load(handle)["nodes"]
     assert nodes["a-good"]["status"] in ("OK", "FINDINGS")
     assert nodes["b-bad-var"]["status"] == "NOT CHECKED"
     # ansible-core 2.16 says the undefined name twice
@@ -175,15 +180,7 @@ def test_the_judge_templates_each_hosts_variables_in_that_hosts_context(tmp_path
         "c-unset": {"gpurt_containerd_bin": plain.binary, "gpurt_containerd_config_path": plain.config_path,
                     "gpurt_kubelet_config_path": plain.kubelet_config_path},
     }
-    inventory = ansible_run.write_inventory(str(tmp_path / "inv.json"), hosts)
-    reports = tmp_path / "reports"
-    run = ansible_run.playbook(
-        ansible_run.REPO + "/playbooks/audit.yml", inventory, check=True,
-        extra_vars={"gpurt_runtimeclasses_src": ansible_run.REPO + "/inventory/demo/runtimeclasses",
-                    "gpurt_report_dir": str(reports)})
-    assert "Traceback" not in run.text, run
-    with open(str(reports / "audit.json")) as handle:
-        nodes = json.load(handle)["nodes"]
+    _run, nodes = audit(tmp_path, hosts)
 
     def cgroup(host):
         return [f["evidence"]["kubelet_config"] for f in nodes[host]["findings"] if f["check"] == "cgroup_driver"]
