@@ -137,17 +137,22 @@ def plain_data(value):
     returned it is that; not one with ansible's own objects in it (ansible-core 2.19 keeps a warning
     as a WarningSummary, which templating turns into data), nor a variable written with templates."""
     stack = [value]
+    seen = set()  # a container met twice (data from JSON never shares one) could be a cycle
     while stack:
         item = stack.pop()
         if isinstance(item, str):
             if "{" in item and any(mark in item for mark in _TEMPLATE_MARKS):
                 return False
-        elif isinstance(item, dict):
-            if not all(isinstance(key, str) for key in item):
+        elif isinstance(item, (dict, list)):
+            if id(item) in seen:
                 return False
-            stack.extend(item.values())
-        elif isinstance(item, list):
-            stack.extend(item)
+            seen.add(id(item))
+            if isinstance(item, list):
+                stack.extend(item)
+            elif all(isinstance(key, str) for key in item):
+                stack.extend(item.values())
+            else:
+                return False
         elif not isinstance(item, _PLAIN_SCALARS):
             return False
     return True

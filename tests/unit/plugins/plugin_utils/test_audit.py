@@ -264,6 +264,14 @@ def test_host_vars_template_a_result_variable_written_with_templates():
     assert audit.host_vars(hostvars, "a", ("res",), results=("res",)) == {"res": ("templated", written)}
 
 
+def test_plain_data_ends_on_a_cycle():
+    looped = {"a": []}
+    looped["a"].append(looped)
+    assert audit.plain_data(looped) is False
+    shared = [1]
+    assert audit.plain_data({"a": shared, "b": shared}) is False
+
+
 def test_host_vars_of_an_unknown_host_are_none():
     assert audit.host_vars(FakeHostVars({}), "gone", ("a", "b")) == {"a": None, "b": None}
     assert audit.host_vars({}, "gone", ("a",)) == {"a": None}
