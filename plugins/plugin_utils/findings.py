@@ -19,6 +19,7 @@ import os
 import re
 
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import containerd_shapes
+from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import yaml_loader
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils import quantity
 
 SEVERITIES = ("error", "warning", "info")
@@ -740,11 +741,7 @@ def kubelet_cgroup_driver(kubelet_config, override=None):
         raise NotRun("no kubelet config at %s (set gpurt_kubelet_config_path or gpurt_kubelet_cgroup_driver)" % path)
     import yaml  # controller only: ansible-core ships PyYAML
     try:
-        # libyaml when PyYAML has it: the judge reads every node's kubelet config. libyaml takes only
-        # an exact str, not ansible's subclasses of it (AnsibleUnsafeText on ansible-core 2.16).
-        content = kubelet_config["content"]
-        doc = yaml.load(str(content) if isinstance(content, str) else content,
-                        Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+        doc = yaml_loader.safe_load(kubelet_config["content"])
     except yaml.YAMLError as exc:
         raise NotRun("kubelet config %s is not YAML: %s" % (path, one_line(str(exc)).split("\\n")[0]))
     if doc is None:

@@ -14,6 +14,8 @@ __metaclass__ = type
 import difflib
 import os
 
+from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import yaml_loader
+
 COLLECTION_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SPEC_PATH = os.path.join(COLLECTION_ROOT, "playbooks", "vars", "argument_specs.yml")
 PREFIX = "gpurt_"
@@ -37,8 +39,7 @@ def load(path=SPEC_PATH):
     import yaml  # controller only: ansible-core ships PyYAML
     try:
         with open(path) as handle:
-            # libyaml when PyYAML has it: every playbook run reads this file at its start.
-            doc = yaml.load(handle, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+            doc = yaml_loader.safe_load(handle)
     except (IOError, OSError) as exc:
         raise SpecError("cannot read the playbooks' argument specs %s: %s" % (path, exc.strerror or exc))
     except yaml.YAMLError as exc:
