@@ -9,6 +9,7 @@ import time
 import pytest
 
 from tests.lib import ansible_run
+from tests.lib import containerd_bins
 
 pytestmark = pytest.mark.integration
 
@@ -134,3 +135,25 @@ def test_imports_dev_zero_keeps_containerds_cause_line(tmp_path, containerd, ver
     assert failed["failed"] is True
     assert failed["msg"].startswith("node-x: containerd refuses the config: fatal error: ")
     assert failed["refused"]["cause"] == failed["msg"].split("refuses the config: ", 1)[1].split(" ('")[0]
+
+
+@pytest.mark.parametrize("version", ["1.6", "1.7", "2.1", "2.3"])
+def test_the_go_runtime_settings_leave_the_dump_unchanged(tmp_path, version):
+    """The gather's containerd runs without Go collections (GO_RUNTIME_ENV): that spares CPU only,
+    so the real binary prints the same dump with them as without."""
+    from ansible_collections.gpurt.runtime_gate.plugins.module_utils import containerd_gather
+    from tests.lib.nodes import Node
+
+    node = Node(tmp_path, "node", version)
+    node.runtime_binary()
+    node.write("etc/containerd/config.toml", 'version = 2\nimports = ["{root}/etc/containerd/conf.d/*.toml"]\n')
+    node.write("etc/containerd/conf.d/99-nvidia.toml",
+               'version = 2\n[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.nvidia]\n'
+               '  runtime_type = "io.containerd.runc.v2"\n'
+               '[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.nvidia.options]\n'
+               '  BinaryName = "{root}/usr/bin/nvidia-container-runtime"\n  SystemdCgroup = true\n')
+    argv = [node.binary, "--config", node.config_path, "config", "dump"]
+    rc, dump, _stderr = containerd_gather.finish(containerd_gather.start(argv, 1024 * 1024 * 1024), argv, 60)
+    plain_rc, plain_dump, _plain_stderr = containerd_bins.dump(node.binary, node.config_path)
+    assert (rc, dump) == (plain_rc, plain_dump)
+    assert rc == 0 and "nvidia-container-runtime" in dump

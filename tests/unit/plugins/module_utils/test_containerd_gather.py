@@ -252,6 +252,16 @@ def test_the_dump_runs_under_the_memory_limit(tmp_path):
     assert gather.gather(params(tmp_path, fake.path, max_memory_mb=0))["dump"].startswith("# data limit unlimited\n")
 
 
+def test_the_dump_runs_without_go_collections_and_with_the_rest_of_the_environment(tmp_path, monkeypatch):
+    write(tmp_path / "etc/containerd/config.toml", "version = 3\n")
+    fake = FakeContainerd(tmp_path, dump_prefix='echo "# GOGC=$GOGC GOMEMLIMIT=$GOMEMLIMIT KEPT=$GPURT_TEST_KEPT"')
+    monkeypatch.setenv("GPURT_TEST_KEPT", "yes")
+    monkeypatch.setenv("GOGC", "100")
+    dump = gather.gather(params(tmp_path, fake.path))["dump"]
+    assert dump.startswith("# GOGC=off GOMEMLIMIT=256MiB KEPT=yes\n")
+    assert os.environ["GOGC"] == "100"  # only the child's environment
+
+
 def test_binaries_are_found_by_path_or_name(tmp_path, monkeypatch):
     fake = FakeContainerd(tmp_path)
     with pytest.raises(gather.GatherError, match="containerd binary not found: /nonexistent/containerd"):
