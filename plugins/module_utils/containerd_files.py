@@ -67,8 +67,8 @@ def normalized_dump_sha256(dump_text):
     return sha256_bytes(text.encode("utf-8"))
 
 
-def _run(argv, timeout, max_bytes=None):
-    proc = cg.start(argv)
+def _run(argv, timeout, max_bytes=None, max_memory=None):
+    proc = cg.start(argv, max_memory)
     return cg.finish(proc, argv, timeout, max_bytes)
 
 
@@ -178,7 +178,8 @@ def stage(params):
             handle.write(main_text)
         binary = cg.find_binary(params["containerd_bin"])
         argv = [binary, "--config", staged_main, "config", "dump"]
-        rc, dump, stderr = _run(argv, params["timeout"], params["max_dump_bytes"])
+        # The node's own drop-ins load here too, under the same memory limit as the gather's dump.
+        rc, dump, stderr = _run(argv, params["timeout"], params["max_dump_bytes"], cg.memory_limit(params))
         imports = []
         for pattern in containerd_config.top_level_imports(main_text):
             resolved, matches = host_paths.import_matches(pattern, staged_main)
@@ -275,7 +276,7 @@ def write(params):
         binary = cg.find_binary(params["containerd_bin"])
         argv = [binary, "--config", os.path.abspath(config_path), "config", "dump"]
         try:
-            rc, dump, stderr = _run(argv, params["timeout"], params["max_dump_bytes"])
+            rc, dump, stderr = _run(argv, params["timeout"], params["max_dump_bytes"], cg.memory_limit(params))
         except cg.GatherError as exc:
             rc, stderr = -1, str(exc)
         if rc != 0:

@@ -54,6 +54,12 @@ def _limit_memory(max_bytes):
 GO_RUNTIME_ENV = {"GOGC": "off", "GOMEMLIMIT": "256MiB"}
 
 
+def memory_limit(params):
+    """RLIMIT_DATA in bytes for a containerd that loads the node's config (max_memory_mb, 1024 when
+    unset); 0 for none."""
+    return max(0, params.get("max_memory_mb", 1024) or 0) * 1024 * 1024
+
+
 def start(argv, max_memory=None):
     env = dict(os.environ)
     env.update(GO_RUNTIME_ENV)
@@ -484,7 +490,7 @@ def gather(params, ran=None):
         argv = [binary, "--config", config_path, "config", "dump"]
     else:
         argv = [binary, "config", "default"]
-    max_memory = max(0, params.get("max_memory_mb", 1024) or 0) * 1024 * 1024
+    max_memory = memory_limit(params)
     known_dump = ran.get("dump")
     if known_dump is not None and list(known_dump[0]) != argv:
         known_dump = None

@@ -69,6 +69,13 @@ options:
     description: A dump larger than this fails the step.
     type: int
     default: 67108864
+  max_memory_mb:
+    description:
+      - Memory limit (C(RLIMIT_DATA)), in MiB, of every C(containerd config dump) that loads the node's
+        files (O(step=gather), O(step=stage), O(step=write)), as in M(gpurt.runtime_gate.containerd_config_info).
+        C(0) sets no limit.
+    type: int
+    default: 1024
   migrate:
     description:
       - O(step=gather) - when to run C(containerd config migrate) on the main file (containerd 2.x only);
@@ -330,6 +337,7 @@ def main():
             timeout=dict(type="int", default=30),
             max_file_bytes=dict(type="int", default=1048576),
             max_dump_bytes=dict(type="int", default=67108864),
+            max_memory_mb=dict(type="int", default=1024),
             migrate=dict(type="str", default="auto", choices=["auto", "always", "never"]),
             extra_paths=dict(type="list", elements="str", default=[]),
             files=dict(type="list", elements="dict", default=[], options=dict(

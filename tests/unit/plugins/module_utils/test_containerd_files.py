@@ -196,3 +196,26 @@ def test_every_step_returns_only_keys_its_return_documents(tmp_path):
     assert failed["failed"] is True and "running" in gathered
     for result in (gathered, staged, written, failed):
         assert module_docs.undocumented_keys(result, documented) == []
+
+
+def test_stage_and_write_load_the_node_files_under_the_memory_limit(tmp_path):
+    """The staged and the written files include the node's own drop-ins: their dumps run under
+    max_memory_mb (RLIMIT_DATA) as the gather's does, so an import of /dev/zero cannot reach the
+    node's OOM killer."""
+    (tmp_path / "etc/conf.d").mkdir(parents=True)
+    main = tmp_path / "etc/config.toml"
+    main.write_text("version = 3\n")
+    script = tmp_path / "containerd"
+    script.write_text('#!/bin/sh\n[ "$1" = "--version" ] && { echo "containerd x v2.1.9 y"; exit 0; }\n'
+                      'echo "version = 3"\necho "# data limit $(ulimit -d)"\n')
+    script.chmod(0o755)
+    binary = str(script)
+    for extra, limit in (({}, 1024 * 1024), ({"max_memory_mb": 256}, 256 * 1024)):
+        staged = cf.stage(_params(tmp_path, binary, staged_main="version = 3\n", **extra))
+        assert staged["dump"] == "version = 3\n# data limit %d\n" % limit
+        files = [dict(path=str(main), content="version = 3\n", expect_sha256=_sha(main.read_text()))]
+        written = cf.write(_params(tmp_path, binary, files=files, expected_sha256=staged["normalized_sha256"], **extra))
+        assert not written.get("failed"), written
+        assert written["dump"] == staged["dump"]
+    assert cf.stage(_params(tmp_path, binary, staged_main="version = 3\n", max_memory_mb=0))["dump"] == (
+        "version = 3\n# data limit unlimited\n")
