@@ -94,6 +94,8 @@ options:
     description:
       - C(SystemdCgroup) of the registered runc-type runtimes. Unset follows the kubelet's C(cgroupDriver)
         when O(kubelet_config_path) is readable, else leaves it unset. Other runtimes, runc included, are not touched.
+      - A readable kubelet config that names neither C(systemd) nor C(cgroupfs) (or is not a YAML mapping) makes
+        the node refused, with the cause, unless this (or each runc-type runtime's own C(systemd_cgroup)) is set.
     type: bool
   require_binaries:
     description: Refuse to register a runtime whose C(binary_name) is not an executable on the node.

@@ -33,6 +33,7 @@ import re
 
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils import containerd_config as cc
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import containerd_shapes as shapes
+from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import findings
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils import host_paths
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils.containerd_files import STAGE_PLACEHOLDER
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import toml_document
@@ -107,8 +108,9 @@ def own_cri_name(opts):
     return "%s%s%s" % (opts["dropin_prefix"], CRI_FILE, opts["dropin_suffix"])
 
 
-def normalize_runtimes(runtimes, systemd_cgroup):
-    """[{name, table, cdi}] with defaults filled in; Refusal on bad input."""
+def normalize_runtimes(runtimes, systemd_cgroup, kubelet_cgroup=lambda: None):
+    """[{name, table, cdi}] with defaults filled in; Refusal on bad input. A runc-type runtime's
+    SystemdCgroup: its own systemd_cgroup, else the option's, else kubelet_cgroup() (asked only then)."""
     out = []
     seen = set()
     for index, spec in enumerate(runtimes or []):
@@ -130,9 +132,12 @@ def normalize_runtimes(runtimes, systemd_cgroup):
         options = copy.deepcopy(spec.get("options") or {})
         if spec.get("binary_name"):
             options["BinaryName"] = spec["binary_name"]
-        cgroup = spec.get("systemd_cgroup", systemd_cgroup)
-        if cgroup is not None and table["runtime_type"] in RUNC_TYPES:
-            options["SystemdCgroup"] = bool(cgroup)
+        if table["runtime_type"] in RUNC_TYPES:
+            cgroup = spec.get("systemd_cgroup")
+            cgroup = systemd_cgroup if cgroup is None else cgroup
+            cgroup = kubelet_cgroup() if cgroup is None else cgroup
+            if cgroup is not None:
+                options["SystemdCgroup"] = bool(cgroup)
         if options:
             table["options"] = options
         out.append({"name": name, "table": table, "cdi": bool(spec.get("cdi"))})
@@ -140,18 +145,18 @@ def normalize_runtimes(runtimes, systemd_cgroup):
 
 
 def kubelet_systemd_cgroup(gathered):
-    """True/False from the kubelet's cgroupDriver, None when there is no readable kubelet config."""
+    """SystemdCgroup for the kubelet's cgroupDriver, read as the audit's cgroup_driver check reads it;
+    None when the node has no kubelet config to read. A config that is there but names no driver the
+    kubelet knows is refused: writing either value would be a guess."""
     kubelet = gathered.get("kubelet_config") or {}
-    if not kubelet.get("content"):
+    if kubelet.get("content") is None:
         return None
-    import yaml  # controller only: ansible-core ships PyYAML
     try:
-        doc = yaml.safe_load(kubelet["content"])
-    except yaml.YAMLError:
-        return None
-    if not isinstance(doc, dict):
-        return None
-    return (doc.get("cgroupDriver") or "cgroupfs") == "systemd"
+        driver, _source = findings.kubelet_cgroup_driver(kubelet)
+    except findings.NotRun as exc:
+        raise Refusal("%s, so the SystemdCgroup of the runtimes is unknown; set systemd_cgroup "
+                      "(containerd_runtime_systemd_cgroup in the role) to say it. Nothing was written." % exc)
+    return driver == "systemd"
 
 
 # --- documents ----------------------------------------------------------------------------------
@@ -366,10 +371,7 @@ def plan(gathered, opts):
     if gathered.get("config_exists") and main.get("content") is None:
         raise Refusal("the main config %s cannot be read as text (%s); containerd may load it, but this role edits "
                       "only what it can parse. Nothing was written." % (node.config_path, main.get("error")))
-    cgroup = opts.get("systemd_cgroup")
-    if cgroup is None:
-        cgroup = kubelet_systemd_cgroup(gathered)
-    specs = normalize_runtimes(opts.get("runtimes"), cgroup)
+    specs = normalize_runtimes(opts.get("runtimes"), opts.get("systemd_cgroup"), lambda: kubelet_systemd_cgroup(gathered))
     names = [s["name"] for s in specs]
     cri = _get(node.before, "plugins", node.plugin) or {}
     loaded_names = set((_get(cri, "containerd", "runtimes") or {}).keys())

@@ -222,3 +222,22 @@ def test_check_mode_of_a_migration_writes_nothing_next_to_the_config(tmp_path, c
     assert result.rc == 0 and result.changed() >= 1, result
     assert "migrated the version 1 main config to version 4" in words(result)
     assert shapes.tree(node.root) == before
+
+
+def test_a_kubelet_driver_the_kubelet_does_not_know_is_refused_until_the_variable_says(tmp_path, containerd):
+    node, inventory, playbook = one_node(tmp_path)
+    node.write("var/lib/kubelet/config.yaml", "kind: KubeletConfiguration\ncgroupDriver: Systemd\n")
+    before = dict((p, open(p).read()) for p in glob.glob(node.path("etc/containerd/**"), recursive=True)
+                  if os.path.isfile(p))
+    result = run(playbook, inventory)
+    assert result.rc == 2, result
+    said = words(result)
+    assert "has cgroupDriver 'Systemd', neither systemd nor cgroupfs" in said
+    assert "set systemd_cgroup (containerd_runtime_systemd_cgroup in the role) to say it" in said
+    assert dict((p, open(p).read()) for p in glob.glob(node.path("etc/containerd/**"), recursive=True)
+                if os.path.isfile(p)) == before
+    assert not os.path.exists(node.path("restarts.log"))
+    result = run(playbook, inventory, containerd_runtime_systemd_cgroup=True)
+    assert result.rc == 0, result
+    rc, out, _err = node.dump()
+    assert rc == 0 and "SystemdCgroup = true" in out

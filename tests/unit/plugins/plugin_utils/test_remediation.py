@@ -69,6 +69,58 @@ def test_runtime_specs_are_checked_and_completed():
     assert specs[1]["table"] == {"runtime_type": "io.containerd.kata.v2"}  # SystemdCgroup is a runc option
 
 
+KUBELET = "/var/lib/kubelet/config.yaml"
+
+
+@pytest.mark.parametrize("kubelet, systemd", [
+    ({}, None),  # the node reported none
+    ({"path": KUBELET, "exists": False, "content": None, "error": None}, None),
+    ({"path": KUBELET, "exists": True, "content": None, "error": "permission denied"}, None),
+    ({"path": KUBELET, "exists": True, "content": "kind: KubeletConfiguration\ncgroupDriver: systemd\n"}, True),
+    ({"path": KUBELET, "exists": True, "content": "kind: KubeletConfiguration\ncgroupDriver: cgroupfs\n"}, False),
+    # the kubelet's own default, as the audit's cgroup_driver check reads it
+    ({"path": KUBELET, "exists": True, "content": "kind: KubeletConfiguration\n"}, False),
+    ({"path": KUBELET, "exists": True, "content": ""}, False),
+])
+def test_systemd_cgroup_follows_the_kubelet_as_the_audit_reads_it(kubelet, systemd):
+    assert r.kubelet_systemd_cgroup({"kubelet_config": kubelet}) is systemd
+
+
+def test_systemd_cgroup_comes_from_the_runtime_then_the_option_then_the_kubelet():
+    asked = []
+
+    def kubelet():
+        asked.append(True)
+        return True
+    runtimes = [{"name": "own", "binary_name": "/b", "systemd_cgroup": False}, {"name": "plain", "binary_name": "/b"},
+                {"name": "kata", "runtime_type": "io.containerd.kata.v2"}]
+    specs = r.normalize_runtimes(runtimes, None, kubelet)
+    assert [(s["table"].get("options") or {}).get("SystemdCgroup") for s in specs] == [False, True, None]
+    assert len(asked) == 1  # only for the runc-type runtime that says nothing itself
+    specs = r.normalize_runtimes(runtimes, False, kubelet)
+    assert [(s["table"].get("options") or {}).get("SystemdCgroup") for s in specs] == [False, False, None]
+    assert len(asked) == 1
+
+
+@pytest.mark.parametrize("content, cause", [
+    ("cgroupDriver: Systemd\n", "has cgroupDriver 'Systemd', neither systemd nor cgroupfs"),
+    ("cgroupDriver: [systemd\n", "is not YAML"),
+    ("- systemd\n", "is not a mapping but list"),
+])
+def test_a_kubelet_config_that_names_no_known_driver_is_refused_not_guessed(content, cause):
+    g = gathered(2, 'version = 3\nimports = ["/etc/containerd/conf.d/*.toml"]\n', dump(2, {"runc": RUNC}))
+    g["kubelet_config"] = {"path": KUBELET, "exists": True, "content": content, "error": None}
+    said = r"set systemd_cgroup \(containerd_runtime_systemd_cgroup in the role\) to say it"
+    with pytest.raises(r.Refusal, match=said) as refused:
+        r.plan(g, opts())
+    assert cause in str(refused.value) and KUBELET in str(refused.value)
+    # the option, or each runc-type runtime's own, says what the kubelet config could not
+    assert r.plan(g, opts(systemd_cgroup=True))["writes"]
+    assert r.plan(g, opts(runtimes=[{"name": "nvidia", "binary_name": "/b", "systemd_cgroup": False}]))["writes"]
+    # a runtime that is not runc-type has no SystemdCgroup to set
+    assert r.plan(g, opts(runtimes=[{"name": "kata", "runtime_type": "io.containerd.kata.v2"}]))["writes"]
+
+
 def test_nothing_is_planned_while_the_runtime_is_loaded_as_wanted():
     g = gathered(2, 'version = 3\nimports = ["/etc/containerd/conf.d/*.toml"]\n', dump(2, {"runc": RUNC, "nvidia": NVIDIA}))
     plan = r.plan(g, opts())
