@@ -153,9 +153,9 @@ notes:
     restart loads; C(crictl info) (RV(running)) shows what runs now.
   - Every file is read with O(max_file_bytes) and O(timeout) as bounds; FIFOs and devices
     (a kubelet config that is C(/dev/zero)) are reported as not read, never read.
-  - containerd and crictl run with C(GOGC=off) and C(GOMEMLIMIT=256MiB) in their environment, so these
-    short runs do no Go garbage collection until the heap nears 256 MiB. That spares CPU and changes
-    nothing they print.
+  - C(containerd --version) runs with C(GOGC=off) and C(GOMEMLIMIT=256MiB) in its environment, so that
+    short run does no Go garbage collection until the heap nears 256 MiB. That spares CPU and changes
+    nothing it prints. Commands that load a config run in the environment as it is.
 seealso:
   - module: gpurt.runtime_gate.runtime_check
 """

@@ -103,7 +103,7 @@ def pick_containerd(release, bins=None, timeout=VERSION_TIMEOUT):
         binary = containerd_gather.find_binary(os.path.expanduser(name))
         if not os.access(binary, os.X_OK):
             raise containerd_gather.GatherError("%s is not executable" % binary)
-        proc = containerd_gather.start([binary, "--version"])
+        proc = containerd_gather.start_version(binary)
         version_output, version, got_major, got_minor = containerd_gather.containerd_version(binary, proc, timeout)
     except containerd_gather.GatherError as exc:
         raise SandboxError("no containerd %s binary to load the bootstrap with (%s: %s): set %s, e.g. "

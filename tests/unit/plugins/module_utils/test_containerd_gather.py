@@ -252,13 +252,20 @@ def test_the_dump_runs_under_the_memory_limit(tmp_path):
     assert gather.gather(params(tmp_path, fake.path, max_memory_mb=0))["dump"].startswith("# data limit unlimited\n")
 
 
-def test_the_dump_runs_without_go_collections_and_with_the_rest_of_the_environment(tmp_path, monkeypatch):
+def test_only_the_version_runs_without_go_collections(tmp_path, monkeypatch):
+    """GO_RUNTIME_ENV for `--version`; the dump, which loads the config, runs in the environment as is."""
     write(tmp_path / "etc/containerd/config.toml", "version = 3\n")
-    fake = FakeContainerd(tmp_path, dump_prefix='echo "# GOGC=$GOGC GOMEMLIMIT=$GOMEMLIMIT KEPT=$GPURT_TEST_KEPT"')
+    script = tmp_path / "containerd"
+    script.write_text('#!/bin/sh\nshow="GOGC=$GOGC GOMEMLIMIT=$GOMEMLIMIT KEPT=$GPURT_TEST_KEPT"\n'
+                      '[ "$1" = --version ] && { echo "containerd x v2.1.9 $show"; exit 0; }\n'
+                      'echo "version = 3"; echo "# $show"\n')
+    script.chmod(0o755)
     monkeypatch.setenv("GPURT_TEST_KEPT", "yes")
     monkeypatch.setenv("GOGC", "100")
-    dump = gather.gather(params(tmp_path, fake.path))["dump"]
-    assert dump.startswith("# GOGC=off GOMEMLIMIT=256MiB KEPT=yes\n")
+    monkeypatch.delenv("GOMEMLIMIT", raising=False)
+    result = gather.gather(params(tmp_path, str(script)))
+    assert result["version_output"] == "containerd x v2.1.9 GOGC=off GOMEMLIMIT=256MiB KEPT=yes"
+    assert result["dump"] == "version = 3\n# GOGC=100 GOMEMLIMIT= KEPT=yes\n"
     assert os.environ["GOGC"] == "100"  # only the child's environment
 
 
