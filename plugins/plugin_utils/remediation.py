@@ -110,9 +110,11 @@ def own_cri_name(opts):
 
 def normalize_runtimes(runtimes, systemd_cgroup, kubelet_cgroup=lambda: None):
     """[{name, table, cdi}] with defaults filled in; Refusal on bad input. A runc-type runtime's
-    SystemdCgroup: its own systemd_cgroup, else the option's, else kubelet_cgroup() (asked only then)."""
+    SystemdCgroup: its own systemd_cgroup, else the option's, else kubelet_cgroup() (asked only then,
+    and once for all the runtimes: it parses the kubelet config)."""
     out = []
     seen = set()
+    kubelet = []
     for index, spec in enumerate(runtimes or []):
         if not isinstance(spec, dict) or not spec.get("name"):
             raise Refusal("runtime #%d needs a name" % (index + 1))
@@ -135,7 +137,10 @@ def normalize_runtimes(runtimes, systemd_cgroup, kubelet_cgroup=lambda: None):
         if table["runtime_type"] in RUNC_TYPES:
             cgroup = spec.get("systemd_cgroup")
             cgroup = systemd_cgroup if cgroup is None else cgroup
-            cgroup = kubelet_cgroup() if cgroup is None else cgroup
+            if cgroup is None:
+                if not kubelet:
+                    kubelet.append(kubelet_cgroup())
+                cgroup = kubelet[0]
             if cgroup is not None:
                 options["SystemdCgroup"] = bool(cgroup)
         if options:

@@ -102,6 +102,18 @@ def test_systemd_cgroup_comes_from_the_runtime_then_the_option_then_the_kubelet(
     assert len(asked) == 1
 
 
+def test_the_kubelet_is_asked_once_for_all_the_runtimes_that_say_nothing():
+    asked = []
+
+    def kubelet():
+        asked.append(True)
+        return False
+    runtimes = [{"name": "nvidia", "binary_name": "/b"}, {"name": "nvidia-cdi", "binary_name": "/c", "cdi": True}]
+    specs = r.normalize_runtimes(runtimes, None, kubelet)
+    assert [s["table"]["options"]["SystemdCgroup"] for s in specs] == [False, False]
+    assert len(asked) == 1
+
+
 @pytest.mark.parametrize("content, cause", [
     ("cgroupDriver: Systemd\n", "has cgroupDriver 'Systemd', neither systemd nor cgroupfs"),
     ("cgroupDriver: [systemd\n", "is not YAML"),
