@@ -10,6 +10,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import contextlib
 import json
 import os
 import re
@@ -35,14 +36,21 @@ class GatherError(Exception):
 DAEMON_CWD = "/"
 
 
-def _limit_memory(max_bytes):
-    """A preexec_fn capping the child's data (writable memory): containerd told to import
-    /dev/zero allocates until the kernel's OOM killer picks a victim, which may be any process of
+@contextlib.contextmanager
+def _memory_limit_for_children(max_bytes):
+    """Lower this process's soft RLIMIT_DATA while it starts a child, which inherits it: the data
+    (writable memory) cap of a containerd that loads the node's config. Told to import /dev/zero,
+    containerd allocates until the kernel's OOM killer picks a victim, which may be any process of
     the node. RLIMIT_DATA, not RLIMIT_AS: Go reserves far more address space than it writes
-    (measured: 2.1.9 fails under a 1 GiB RLIMIT_AS with 16 MB in use)."""
-    def apply():
-        resource.setrlimit(resource.RLIMIT_DATA, (max_bytes, max_bytes))
-    return apply
+    (measured: 2.1.9 fails under a 1 GiB RLIMIT_AS with 16 MB in use). Not a preexec_fn: that makes
+    subprocess fork instead of vfork (measured: 2.5 ms more CPU per start)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_DATA)
+    limit = max_bytes if hard == resource.RLIM_INFINITY else min(max_bytes, hard)
+    resource.setrlimit(resource.RLIMIT_DATA, (limit, hard))
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_DATA, (soft, hard))
 
 
 # `containerd --version` runs with no Go garbage collection until the heap nears 256 MiB: it
@@ -61,13 +69,15 @@ def memory_limit(params):
 
 def start(argv, max_memory=None, env=None):
     try:
-        # A session of its own, so a timeout kills whatever it started too (their open pipes
-        # would otherwise keep communicate() waiting).
-        return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=DAEMON_CWD,
-                                start_new_session=True, env=env,
-                                preexec_fn=_limit_memory(max_memory) if max_memory else None)
+        with _memory_limit_for_children(max_memory) if max_memory else contextlib.nullcontext():
+            # A session of its own, so a timeout kills whatever it started too (their open pipes
+            # would otherwise keep communicate() waiting).
+            return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=DAEMON_CWD,
+                                    start_new_session=True, env=env)
     except OSError as exc:
         raise GatherError("cannot run %s: %s" % (argv[0], exc.strerror or exc))
+    except MemoryError:
+        raise GatherError("cannot start %s within max_memory_mb=%d" % (argv[0], max_memory // (1024 * 1024)))
 
 
 def kill(proc):

@@ -4,6 +4,7 @@ crictl, one test per branch. The real binaries and daemons are in tests/integrat
 import json
 import os
 import re
+import resource
 
 import pytest
 
@@ -250,6 +251,28 @@ def test_the_dump_runs_under_the_memory_limit(tmp_path):
     fake = FakeContainerd(tmp_path, dump_prefix='echo "# data limit $(ulimit -d)"')
     assert gather.gather(params(tmp_path, fake.path, max_memory_mb=256))["dump"].startswith("# data limit 262144\n")
     assert gather.gather(params(tmp_path, fake.path, max_memory_mb=0))["dump"].startswith("# data limit unlimited\n")
+
+
+def test_the_memory_limit_is_only_the_dumps(tmp_path):
+    """The cap is set on this process while the dump starts, then put back, so what starts next
+    has the limit it had before."""
+    write(tmp_path / "etc/containerd/config.toml", "version = 3\n")
+    fake = FakeContainerd(tmp_path, dump_prefix='echo "# data limit $(ulimit -d)"')
+    before = resource.getrlimit(resource.RLIMIT_DATA)
+    assert gather.gather(params(tmp_path, fake.path, max_memory_mb=128))["dump"].startswith("# data limit 131072\n")
+    assert resource.getrlimit(resource.RLIMIT_DATA) == before
+    after = gather.finish(gather.start(["/bin/sh", "-c", "ulimit -d"]), ["sh"], 10)[1]
+    assert after != "131072\n"
+
+
+def test_a_process_that_cannot_start_under_the_limit_fails_clearly(monkeypatch):
+    def no_memory(*args, **kwargs):
+        raise MemoryError()
+    monkeypatch.setattr(gather.subprocess, "Popen", no_memory)
+    before = resource.getrlimit(resource.RLIMIT_DATA)
+    with pytest.raises(gather.GatherError, match=r"cannot start /x/containerd within max_memory_mb=64"):
+        gather.start(["/x/containerd", "config", "dump"], 64 << 20)
+    assert resource.getrlimit(resource.RLIMIT_DATA) == before
 
 
 def test_only_the_version_runs_without_go_collections(tmp_path, monkeypatch):
