@@ -10,10 +10,11 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
+from ansible.utils.display import Display
 
-from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import audit
-from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import findings as checks
-from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import report
+from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _audit as audit
+from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _checks as checks
+from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _report as report
 
 ARGUMENT_SPEC = dict(
     mode=dict(type="str", default="hosts", choices=["hosts", "cluster", "dump", "bootstrap"]),
@@ -71,8 +72,8 @@ class ActionModule(ActionBase):
                                                "metrics": args["metrics_path"]})
         except report.WriteError as exc:
             raise AnsibleActionFail(str(exc))
-        result.update(report.result_of(built, written), judged=True,
-                      missing_lines=sorted("%s: %s" % (n, line) for n, e in built["nodes"].items() for line in e["missing"]))
+        result.update(report.result_of(built, written, verbose=Display().verbosity > 0), judged=True,
+                      missing_lines=sorted(checks.on_node(n, line) for n, e in built["nodes"].items() for line in e["missing"]))
         if args["mode"] in SINGLE_MODES:
             # runtime_check (or the sandbox) printed the node's lines already.
             result["gpurt_summary_lines"] = ["FAILED: %s" % checks.one_line(r) for r in built["run_failures"]]
@@ -99,6 +100,7 @@ class ActionModule(ActionBase):
             options = dict(args, kubelet_cgroup_driver=hv["gpurt_kubelet_cgroup_driver"] or args["kubelet_cgroup_driver"])
             entry = audit.audit_host(host, hv[args["gathered_var"]], args["runtimeclasses"], labels, allocatable, options)
             entry["node_object"] = None if listed is None else node_name in listed
+            entry["node_name"] = node_name
             entries.append(entry)
         groups = task_vars.get("groups", {})
         wanted = args["drift_groups"]

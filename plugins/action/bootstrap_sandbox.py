@@ -14,8 +14,9 @@ import os
 from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import bootstrap
-from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import userdata as userdata_utils
+from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _containerd_facts as containerd_facts
+from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _bootstrap as bootstrap
+from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _userdata as userdata
 
 NOT_VALIDATED = "NOT VALIDATED"
 ARGUMENT_SPEC = dict(
@@ -23,8 +24,8 @@ ARGUMENT_SPEC = dict(
     files=dict(type="list", elements="dict", default=[]),
     userdata=dict(type="path"),
     image_config=dict(type="str"),
-    config_path=dict(type="str", default="/etc/containerd/config.toml"),
-    kubelet_config_path=dict(type="str", default="/var/lib/kubelet/config.yaml"),
+    config_path=dict(type="str", default=containerd_facts.CONFIG_PATH),
+    kubelet_config_path=dict(type="str", default=containerd_facts.KUBELET_CONFIG_PATH),
     containerd_version=dict(type="str", default="2"),
     containerd_bins=dict(type="dict", default={}),
     name=dict(type="str", default="bootstrap"),
@@ -62,7 +63,7 @@ class ActionModule(ActionBase):
                 files.append({"path": entry["path"], "content": entry["content"], "origin": entry.get("origin", "template")})
             if args["userdata"]:
                 watched = (os.path.dirname(config_path) + "/", os.path.normpath(args["kubelet_config_path"]))
-                found = userdata_utils.read(_read(args["userdata"], "user-data"), watched)
+                found = userdata.read(_read(args["userdata"], "user-data"), watched)
                 files.extend(found.files.values())
                 unevaluated.extend(found.unevaluated)
             # (Said only alone: a part that was not evaluated is the reason then.)
@@ -75,7 +76,7 @@ class ActionModule(ActionBase):
             written = bootstrap.write_sandbox(files, args["root"], os.path.dirname(config_path))
         except (IOError, OSError) as exc:
             raise AnsibleActionFail("cannot write the sandbox: %s" % exc)
-        except (userdata_utils.UserDataError, bootstrap.SandboxError) as exc:
+        except (userdata.UserDataError, bootstrap.SandboxError) as exc:
             raise AnsibleActionFail(str(exc))
         config = bootstrap.sandbox_path(args["root"], config_path)
         result.update(
@@ -85,7 +86,7 @@ class ActionModule(ActionBase):
             unevaluated=unevaluated,
             config_path=config,
             config_written=any(os.path.normpath(w["path"]) == config_path for w in written),
-            dropin_dirs=[os.path.join(os.path.dirname(config), d) for d in ("conf.d", "config.d")],
+            dropin_dirs=containerd_facts.dropin_dirs(config),
             kubelet_config_path=bootstrap.sandbox_path(args["root"], args["kubelet_config_path"]),
             containerd_bin=containerd["path"],
             containerd_version=containerd["version"],

@@ -7,29 +7,12 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible.errors import AnsibleError
 from ansible.module_utils.parsing.convert_bool import boolean
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import loaded_config
-
-# The options host_vars=true takes from the host's variables: the audit's per-node inputs.
-HOST_VARS = (
-    ("containerd_bin", "gpurt_containerd_bin"),
-    ("config_path", "gpurt_containerd_config_path"),
-    ("dropin_dirs", "gpurt_dropin_dirs"),
-    ("kubelet_config_path", "gpurt_kubelet_config_path"),
-    ("cdi_spec_dirs", "gpurt_cdi_spec_dirs"),
-    ("timeout", "gpurt_containerd_timeout"),
-    ("shim_dirs", "gpurt_shim_dirs"),
-    ("crictl_bin", "gpurt_crictl_bin"),
-    ("cri_endpoint", "gpurt_cri_endpoint"),
-)
-
-
-class HostVarError(Exception):
-    pass
-
+from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _node_options as node_options
+from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _parse_gathered as parse_gathered
+from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _user_words as user_words
 
 class ActionModule(ActionBase):
     _supports_check_mode = True
@@ -40,7 +23,7 @@ class ActionModule(ActionBase):
         host = (task_vars or {}).get("inventory_hostname", "this host")
         try:
             module_args, from_vars = self._module_args(task_vars or {})
-        except HostVarError as exc:
+        except node_options.HostVarError as exc:
             result.update(failed=True, msg="%s: %s" % (host, exc))
             return result
         result.update(self._execute_module(
@@ -52,15 +35,17 @@ class ActionModule(ActionBase):
             return result
         if not result.get("failed"):
             try:
-                loaded_config.parse_gathered(result)
-            except loaded_config.DumpError as exc:
+                parse_gathered.parse_gathered(result)
+            except parse_gathered.DumpError as exc:
                 result.update(failed=True, msg=str(exc))
         if not boolean(self._task.args.get("keep_texts", False), strict=False):
-            loaded_config.drop_texts(result)
+            parse_gathered.drop_texts(result)
         if result.get("failed"):
             msg = result.get("msg", "containerd_config_info failed")
             # The module names its option; the user set a variable.
             named = ["%s from %s" % (option, variable) for option, variable in from_vars if "'%s'" % option in msg]
+            if from_vars:
+                msg = user_words.in_user_words(msg, node_options.variable_names())
             result["msg"] = "%s: %s%s" % (host, msg, " (host variables: %s)" % ", ".join(named) if named else "")
         return result
 
@@ -71,18 +56,11 @@ class ActionModule(ActionBase):
         try:
             use_vars = boolean(args.get("host_vars", False), strict=True)
         except TypeError:
-            raise HostVarError("host_vars must be a boolean, not %r" % (args.get("host_vars"),))
+            raise node_options.HostVarError("host_vars must be a boolean, not %r" % (args.get("host_vars"),))
         from_vars = []
         if not use_vars:
             return args, from_vars
-        for option, variable in HOST_VARS:
-            if option in args or task_vars.get(variable) is None:
-                continue
-            try:
-                value = self._templar.template(task_vars[variable])
-            except AnsibleError as exc:
-                raise HostVarError("cannot resolve the host variable %s: %s" % (variable, exc))
-            if value is not None:  # null, as an unset variable: the option's default
-                args[option] = value
-                from_vars.append((option, variable))
+        taken = node_options.from_host_vars(args, task_vars, self._templar)
+        args.update(taken)
+        from_vars = [(option, variable) for option, variable in node_options.NODE_OPTIONS if option in taken]
         return args, from_vars

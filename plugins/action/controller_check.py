@@ -11,11 +11,11 @@ __metaclass__ = type
 
 import sys
 
-from ansible.errors import AnsibleActionFail
+from ansible.errors import AnsibleActionFail, AnsibleError
 from ansible.module_utils.ansible_release import __version__ as ansible_version
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import controller
+from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _controller_requirements as controller_requirements
 
 ARGUMENT_SPEC = dict(
     playbook=dict(type="str"),
@@ -25,6 +25,12 @@ ARGUMENT_SPEC = dict(
 # The report mode of each playbook (report.build's mode).
 REPORT_MODES = {"audit": "hosts", "cluster_audit": "cluster", "crosscheck": "dump", "validate_bootstrap": "bootstrap",
                 "remediate": "remediation"}
+
+
+def first_line(exc):
+    """The cause of a template error without the origin snippet ansible-core 2.19 appends."""
+    text = getattr(exc, "message", None) or str(exc)
+    return str(text).strip().splitlines()[0] if str(text).strip() else type(exc).__name__
 
 
 class ActionModule(ActionBase):
@@ -39,23 +45,80 @@ class ActionModule(ActionBase):
             raise AnsibleActionFail("reports needs playbook, one of %s" % ", ".join(sorted(REPORT_MODES)))
         # First of all, so that a run that stops here already leaves no previous report as its own.
         result["not_judged"] = self._mark_reports(args)
-        found = controller.facts(sys.version_info, sys.executable, ansible_version)
+        found = controller_requirements.facts(sys.version_info, sys.executable, ansible_version)
+        found["problems"] = found["problems"] + self._package_problems(args["playbook"], task_vars or {})
         result.update(changed=False, **found)
         if found["problems"]:
             result.update(failed=True, msg="\n".join(found["problems"]))
             return result
         if args["playbook"]:
-            from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import inputs
+            from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _playbook_inputs as playbook_inputs
             try:
-                warnings, errors, spec = inputs.check(args["playbook"], args["variables"])
-            except inputs.SpecError as exc:
+                warnings, errors, spec = playbook_inputs.check(args["playbook"], args["variables"])
+            except playbook_inputs.SpecError as exc:
                 raise AnsibleActionFail(str(exc))
             result["argument_spec"] = spec
+            errors = errors + self._untemplatable(spec, task_vars or {})
             if warnings:
                 result["warnings"] = warnings
+            spec = playbook_inputs.validation_spec(playbook_inputs.load(), args["playbook"])
+            errors = errors + self._type_errors(spec, task_vars or {})
             if errors:
                 result.update(failed=True, msg="\n".join(errors))
         return result
+
+    def _package_problems(self, playbook, task_vars):
+        """Every controller package the playbook will import, checked once here rather than failing
+        each node when the first import happens (tomlkit for remediate, kubernetes for a cluster)."""
+        if not playbook:
+            return []
+        values = {}
+        for name in controller_requirements.PACKAGE_SWITCHES:
+            if name in task_vars:
+                try:
+                    values[name] = self._templar.template(task_vars[name])
+                except AnsibleError:
+                    values[name] = "unresolved"  # reported by name by _untemplatable; assume it is set
+        needed = controller_requirements.needed_packages(playbook, values)
+        return controller_requirements.missing_packages(needed, controller_requirements.importable, sys.executable)
+
+    def _untemplatable(self, spec, task_vars):
+        """An error naming each variable the playbook reads (by name or alias) whose value cannot be
+        templated for this host, with the cause: validate_argument_spec would stop on the first one
+        with a bare template error. Only the playbook's own variables are templated, so an inventory
+        variable meant for other hosts (one built from inventory_dir, undefined for the implicit
+        localhost) does not stop a playbook that never reads it."""
+        errors = []
+        for name, option in sorted(spec.items()):
+            for variable in [name] + list(option.get("aliases") or []):
+                if variable not in task_vars:
+                    continue
+                try:
+                    self._templar.template(task_vars[variable])
+                except AnsibleError as exc:
+                    host = task_vars.get("inventory_hostname", "localhost")
+                    errors.append("%s cannot be resolved for %s: %s (set it to a value this host can resolve, "
+                                  "or leave it unset here)" % (variable, host, first_line(exc)))
+        return errors
+
+    @staticmethod
+    def _type_errors(spec, task_vars):
+        """Every host's value of each variable the playbook's spec declares, strictly typed
+        (_input_types): a variable set on one node only is checked too, not just the first host's."""
+        from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _audit as audit
+        from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _input_types as input_types
+        hostvars = task_vars.get("hostvars", {})
+        errors = []
+        for host in task_vars.get("ansible_play_hosts_all") or []:
+            try:
+                values = audit.host_vars(hostvars, host, sorted(spec))
+            except Exception as exc:  # a variable that does not template: validate_argument_spec names it
+                errors.append("host %s: a gpurt_* variable cannot be resolved: %s" % (host, str(exc).splitlines()[0]))
+                continue
+            for message in input_types.type_errors(spec, values, host):
+                if message not in errors:
+                    errors.append(message)
+        return errors
 
     @staticmethod
     def _mark_reports(args):
@@ -63,7 +126,7 @@ class ActionModule(ActionBase):
         paths = dict((kind, path) for kind, path in args["reports"].items() if path)
         if not paths:
             return []
-        from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import report
+        from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _report as report
         unknown = sorted(set(paths) - set(report.RENDERERS))
         if unknown:
             raise AnsibleActionFail("reports takes %s, not %s" % (", ".join(sorted(report.RENDERERS)), ", ".join(unknown)))

@@ -13,10 +13,10 @@ __metaclass__ = type
 from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import audit
-from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import findings as checks
-from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import report
-from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import rollout
+from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _audit as audit
+from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _checks as checks
+from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _report as report
+from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _rollout as rollout
 
 ARGUMENT_SPEC = dict(
     step=dict(type="str", required=True, choices=["start", "batch", "collect", "report"]),
@@ -100,7 +100,10 @@ class ActionModule(ActionBase):
         warnings = []
         for host in sorted(entries):
             if entries[host]["failing"]:
-                warnings.append("%s: %s" % (host, "; ".join(entries[host]["gate_lines"]) or entries[host]["status"]))
+                warnings.append(checks.on_node(host, "; ".join(entries[host]["gate_lines"]) or entries[host]["status"]))
+        warnings += rollout.precedence_lines(entries)
+        if self._play_context.check_mode:
+            warnings += rollout.check_mode_lines(entries)
         if state["stopped"]:
             # This batch stopped it: the play ends here (meta end_play), later batches never start.
             warnings.append("STOPPED: %s" % state["stop_reason"])

@@ -10,10 +10,11 @@ __metaclass__ = type
 from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.gpurt.runtime_gate.plugins.module_utils import host_paths
-from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import audit
-from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import findings as checks
-from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import report
+from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _containerd_facts as containerd_facts
+from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _host_paths as host_paths
+from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _audit as audit
+from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _checks as checks
+from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _report as report
 
 ARGUMENT_SPEC = dict(
     gathered=dict(type="dict"),
@@ -26,8 +27,9 @@ ARGUMENT_SPEC = dict(
     node_allocatable=dict(type="dict"),
     report_only=dict(type="bool", default=False),
     sandbox_root=dict(type="path"),
+    origins=dict(type="dict", default={}),
     require_runtimeclasses=dict(type="bool", default=False),
-    max_dump_bytes=dict(type="int", default=67108864),
+    max_dump_bytes=containerd_facts.GATHER_SPEC["max_dump_bytes"],
 )
 ARGUMENT_SPEC.update(checks.JUDGE_SPEC)
 
@@ -41,6 +43,20 @@ def _unroot(value, root):
     if isinstance(value, dict):
         return dict((k, _unroot(v, root)) for k, v in value.items())
     return value
+
+
+def _name_origins(findings, origins):
+    """A finding on a file a bootstrap writes names the template (or user-data, image config) that
+    writes it: the file is rewritten at every boot, so the fix goes there."""
+    for item in findings:
+        path = str(item.get("subject") or "").split(":", 1)[0]
+        origin = origins.get(path)
+        if not origin:
+            continue
+        item["message"] = "%s (%s, written by %s)" % (item["message"], path, origin)
+        item["evidence"] = dict(item.get("evidence") or {}, origin=origin)
+        if item["check"] == "config_refused":
+            item["fix"] = "fix %s where containerd says, then run validate_bootstrap.yml again" % origin
 
 
 class ActionModule(ActionBase):
@@ -73,6 +89,8 @@ class ActionModule(ActionBase):
             entry = audit.audit_host(name, gathered, args["runtimeclasses"], labels, allocatable, options=args)
             if args["sandbox_root"]:
                 entry = _unroot(entry, args["sandbox_root"])
+            if args["origins"]:
+                _name_origins(entry["findings"], args["origins"])
         except (ValueError, KeyError, TypeError) as exc:
             raise AnsibleActionFail("%s: cannot cross-check: %s" % (name, exc))
         result.update(
@@ -89,10 +107,12 @@ class ActionModule(ActionBase):
         )
         failing = [f for f in entry["findings"] if checks.reaches(f["severity"], args["fail_on"])]
         # The seed lab's one-file contract: MISSING=<handler> lines, then other failing findings, or OK.
-        lines = report.gate_lines(entry["findings"], failing, entry["reason"], detail_missing=False) or ["OK"]
         result["msg"] = "\n".join(report.gate_lines(entry["findings"], failing, entry["reason"]) or ["OK"])
         # A lone dump's lines are bare; a node's lines carry its name.
-        result["gpurt_summary_lines"] = lines if args["gathered"] is None else ["%s: %s" % (name, line) for line in lines]
+        node = None if args["gathered"] is None else name
+        result["gpurt_summary_lines"] = report.gate_lines(entry["findings"], failing, entry["reason"],
+                                                          detail_missing=False, node=node) or [
+            "OK" if node is None else checks.on_node(node, "OK")]
         if entry["failing"] and not args["report_only"]:
             result["failed"] = True
         return result

@@ -35,7 +35,7 @@ import os
 
 from ansible.plugins.callback import CallbackBase
 
-from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils.findings import one_line
+from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils._checks.model import one_line
 
 RESULT_KEY = "gpurt_summary_lines"
 COLLECTION_ROOT = os.path.realpath(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))

@@ -35,7 +35,7 @@ attributes:
     support: full
 """
 
-    # The list modules (runtimeclass_info, node_info), with ACTION: plugin_utils/listing_action.
+    # The list modules (runtimeclass_info, node_info), with ACTION: plugin_utils/_listing_action.
     LISTING = r"""
 attributes:
   action:

@@ -8,7 +8,7 @@ __metaclass__ = type
 
 
 class ModuleDocFragment(object):
-    # The judging options of the plugins that judge every host of a play (findings.JUDGE_SPEC).
+    # The judging options of the plugins that judge every host of a play (plugin_utils/_checks JUDGE_SPEC).
     DOCUMENTATION = r"""
 options:
   pod_requests:

@@ -9,14 +9,14 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import loaded_config
+from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _parse_gathered as parse_gathered
 
 
 def containerd_loaded(dump_text):
     """Summary of a `containerd config dump` text: runtimes, default runtime, imports, CDI."""
     try:
-        return loaded_config.summarize_dump(dump_text)
-    except loaded_config.DumpError as exc:
+        return parse_gathered.summarize_dump(dump_text)
+    except parse_gathered.DumpError as exc:
         raise AnsibleFilterError("containerd_loaded: %s" % exc)
 
 

@@ -89,7 +89,7 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import runtimeclass_gate as _gate
+from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _runtimeclass_gate as _gate
 
 
 def runtimeclass_gate(desired, run_nodes, cluster_nodes=None, live_runtimeclasses=None, defaults=False, force=False):

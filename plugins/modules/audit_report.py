@@ -87,8 +87,9 @@ options:
   metrics_path:
     description:
       - Where to write a Prometheus text-format file for node_exporter's textfile collector (name it
-        C(*.prom) in the collector's directory) with, per node, its status, whether it fails, and its
-        finding counts by check and severity. Written to a temporary file and renamed into place.
+        C(*.prom) in the collector's directory) with, per node, its status, whether it fails, its
+        containerd version, and its finding counts by check and severity. Written to a temporary file
+        and renamed into place.
     type: path
   allow_no_runtimeclasses:
     description:

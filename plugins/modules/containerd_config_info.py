@@ -40,9 +40,13 @@ options:
     default: /etc/containerd/config.toml
   dropin_dirs:
     description:
-      - Directories searched for drop-in files that no C(imports) entry matches (orphans).
-      - Defaults to C(conf.d) and C(config.d) next to O(config_path). The second is where a released
-        C(nvidia-ctk) wrote its drop-in while containerd imported C(conf.d).
+      - Directories searched for drop-in files that no C(imports) entry matches (orphans), besides the
+        directory of O(config_path) and its subdirectories (two levels) and the directories the C(imports)
+        entries name, which are always searched. A file is a candidate by its content (a top-level C(version)
+        or a C(plugins) table), not by its name.
+      - Defaults to C(conf.d) and C(config.d) next to O(config_path), plus those of
+        C(/etc/containerd/conf.d), C(/etc/containerd/config.d) and C(/etc/k0s/containerd.d) that exist. The
+        second is where a released C(nvidia-ctk) wrote its drop-in while containerd imported C(conf.d).
     type: list
     elements: path
   kubelet_config_path:
@@ -265,8 +269,16 @@ imports:
       description: Files it matches now, sorted as containerd merges them.
       type: list
       elements: str
+    dir:
+      description: The directory the entry reads.
+      type: str
+    dir_exists:
+      description: Whether that directory exists (for a directory part with a glob, whether any matches).
+      type: bool
 files:
-  description: The config file, the imported files and the files of the drop-in directories.
+  description:
+    - The config file, the imported files, and the files nothing imports that look like a containerd config
+      fragment (role C(unreferenced)).
   returned: success
   type: list
   elements: dict
@@ -275,7 +287,8 @@ files:
       description: File path.
       type: str
     role:
-      description: C(main), C(imported) (an imports entry matches it) or C(unreferenced).
+      description: C(main), C(imported) (an imports entry matches it) or C(unreferenced) (a config fragment
+        nothing imports).
       type: str
     content:
       description: The text, or null when it could not be read. Only with O(keep_texts=true).
@@ -318,11 +331,30 @@ files:
           description: CRI plugin names whose C(containerd) table has a C(runtimes) key, even an empty one.
           type: list
           elements: str
+        fragment:
+          description: For an C(unreferenced) file, whether it is a containerd config fragment (a top-level
+            C(version) or a C(plugins) table).
+          type: bool
+        not_carried_count:
+          description: For an C(unreferenced) file, how many of its settings the loaded config does not carry
+            (C(0) when a generator merged it already, as Talos merges its C(.part) files).
+          type: int
+        not_carried:
+          description: The first ten of those settings, as dotted keys.
+          type: list
+          elements: str
 dropin_dirs:
   description: The drop-in directories that were listed (O(dropin_dirs) or its default).
   returned: success
   type: list
   elements: str
+fragment_scan:
+  description:
+    - Where the gather looked for config fragments nothing imports, within bounds.
+    - C(dirs) the directories looked in, C(files_read) how many files were read, C(truncated) what a bound
+      (entries per directory, files read, bytes) left out.
+  returned: success
+  type: dict
 paths:
   description:
     - Facts on every runtime C(BinaryName), C(runtime_path), C(options.ConfigPath) and
@@ -445,26 +477,17 @@ loaded:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpurt.runtime_gate.plugins.module_utils.containerd_gather import ConfigRefused, GatherError, gather
+from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _containerd_facts as containerd_facts
+from ansible_collections.gpurt.runtime_gate.plugins.module_utils._node_gather import ConfigRefused, GatherError, gather
 
 
 def main():
     module = AnsibleModule(
         argument_spec=dict(
-            containerd_bin=dict(type="str", default="containerd"),
-            config_path=dict(type="path", default="/etc/containerd/config.toml"),
-            dropin_dirs=dict(type="list", elements="path"),
-            kubelet_config_path=dict(type="path", default="/var/lib/kubelet/config.yaml"),
-            cdi_spec_dirs=dict(type="list", elements="path"),
-            timeout=dict(type="int", default=30),
-            max_file_bytes=dict(type="int", default=1048576),
-            max_dump_bytes=dict(type="int", default=67108864),
-            max_memory_mb=dict(type="int", default=1024),
+            containerd_facts.GATHER_SPEC,
             on_refused=dict(type="str", choices=["fail", "report"], default="fail"),
             gather_running=dict(type="bool", default=True),
             shim_dirs=dict(type="list", elements="path"),
-            crictl_bin=dict(type="str", default="crictl"),
-            cri_endpoint=dict(type="str"),
             # read by the action plugin, which drops the texts once it parsed them
             keep_texts=dict(type="bool", default=False),
             # read by the action plugin, which fills the options from the host's variables

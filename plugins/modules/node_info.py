@@ -136,6 +136,12 @@ nodes:
       description: C(status.nodeInfo.containerRuntimeVersion), or null.
       type: str
       sample: containerd://2.1.9
+    labels_checked_at:
+      description:
+        - The annotation C(runtime-gate.gpurt.io/checked-at), when the run last wrote the Node's verified handler
+          labels (M(gpurt.runtime_gate.node_labels)), or null.
+      type: str
+      sample: "2026-12-05T07:40:00Z"
     source:
       description: C(cluster), or the manifest file (and document and item number) it came from.
       type: str
@@ -171,12 +177,12 @@ invalid:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpurt.runtime_gate.plugins.module_utils import list_module
+from ansible_collections.gpurt.runtime_gate.plugins.module_utils._k8s import listing as k8s_listing
 
 
 def main():
-    module = AnsibleModule(argument_spec=list_module.NODE_INFO_SPEC, supports_check_mode=True)
-    list_module.run_module(module, list_module.node_info)
+    module = AnsibleModule(argument_spec=k8s_listing.NODE_INFO_SPEC, supports_check_mode=True)
+    k8s_listing.run_module(module, k8s_listing.node_info)
 
 
 if __name__ == "__main__":

@@ -16,7 +16,7 @@ description:
     with C(delegate_to=localhost) and C(delegate_facts=true) (the rollout's state is the fact C(_gpurt_rollout)
     of C(localhost)).
   - O(step=start) sets the stop rule, O(max_fail_percentage), for the hosts of the play.
-  - O(step=batch), after each batch, reads what the M(gpurt.runtime_gate.containerd_runtime) action did on each
+  - O(step=batch), after each batch, reads what the M(gpurt.runtime_gate.register_runtimes) action did on each
     host of the batch (the host variable named by O(result_var)) and what failed after it (O(failure_var),
     recorded by a block's rescue, such as the restart handler), re-audits the loaded config the remediation proved (the
     staged load in check mode) with every check of M(gpurt.runtime_gate.runtime_check), and returns RV(stop)
@@ -57,7 +57,7 @@ options:
     elements: str
   result_var:
     description:
-      - The host variable holding the M(gpurt.runtime_gate.containerd_runtime) result.
+      - The host variable holding the M(gpurt.runtime_gate.register_runtimes) result.
     type: str
     default: containerd_runtime_result
   failure_var:
@@ -121,7 +121,7 @@ extends_documentation_fragment:
   - gpurt.runtime_gate.attributes.action
   - gpurt.runtime_gate.attributes.controller_report
 seealso:
-  - module: gpurt.runtime_gate.containerd_runtime
+  - module: gpurt.runtime_gate.register_runtimes
   - module: gpurt.runtime_gate.audit_report
 """
 

@@ -101,6 +101,13 @@ options:
       - The directory a bootstrap's files were laid out in (see playbooks/validate_bootstrap.yml);
         paths below it are reported as the node paths they stand for.
     type: path
+  origins:
+    description:
+      - Where each node path of a bootstrap comes from (C(/etc/containerd/config.toml) to
+        C(template /repo/config.toml.j2)); a finding on such a path names it, so that the fix
+        goes to the template, not to a node or a sandbox.
+    type: dict
+    default: {}
   require_runtimeclasses:
     description:
       - Fail when O(runtimeclasses) is empty, as the source yielded no RuntimeClass and no handler

@@ -227,13 +227,13 @@ api_requests:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpurt.runtime_gate.plugins.module_utils import runtimeclass_write
+from ansible_collections.gpurt.runtime_gate.plugins.module_utils._k8s import runtimeclass_apply
 
 
 def main():
-    module = AnsibleModule(argument_spec=runtimeclass_write.argument_spec(), supports_check_mode=True,
+    module = AnsibleModule(argument_spec=runtimeclass_apply.argument_spec(), supports_check_mode=True,
                            required_if=[("state", "present", ("handler",))])
-    runtimeclass_write.run(module)
+    runtimeclass_apply.run(module)
 
 
 if __name__ == "__main__":

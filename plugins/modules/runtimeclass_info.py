@@ -148,7 +148,7 @@ nodes:
     - With O(list_nodes=true), every Node, normalized, sorted by name, with the keys
       M(gpurt.runtime_gate.node_info) returns for each (C(name), C(labels),
       C(runtime_handlers), C(runtime_handler_features), C(allocatable), C(taints), C(unschedulable),
-      C(kubelet_version), C(container_runtime_version), C(source)).
+      C(kubelet_version), C(container_runtime_version), C(labels_checked_at), C(source)).
   returned: success, when O(list_nodes=true)
   type: list
   elements: dict
@@ -183,12 +183,12 @@ invalid:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpurt.runtime_gate.plugins.module_utils import list_module
+from ansible_collections.gpurt.runtime_gate.plugins.module_utils._k8s import listing as k8s_listing
 
 
 def main():
-    module = AnsibleModule(argument_spec=list_module.RUNTIMECLASS_INFO_SPEC, supports_check_mode=True)
-    list_module.run_module(module, list_module.runtimeclass_info)
+    module = AnsibleModule(argument_spec=k8s_listing.RUNTIMECLASS_INFO_SPEC, supports_check_mode=True)
+    k8s_listing.run_module(module, k8s_listing.runtimeclass_info)
 
 
 if __name__ == "__main__":

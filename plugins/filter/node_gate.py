@@ -1,0 +1,68 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpurt.runtime_gate developers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Filters verified_labels, stale_labels, label_line (verified labels), prevent_gate, admission_params and
+admission_mode (prevent.yml): the planning of the verified handler labels on Nodes
+(plugin_utils/_node_labels); their documentation is in the .yml file of each filter's name."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _node_labels, _prevent
+
+
+def verified_labels(report_nodes, cluster_nodes):
+    try:
+        return _node_labels.plan(report_nodes, cluster_nodes)
+    except ValueError as exc:
+        raise AnsibleFilterError("verified_labels: %s" % exc)
+
+
+def stale_labels(cluster_nodes, max_age="24h"):
+    try:
+        return _node_labels.stale(cluster_nodes, max_age)
+    except ValueError as exc:
+        raise AnsibleFilterError("stale_labels: %s" % exc)
+
+
+def label_line(result, plan, check_mode=False):
+    try:
+        return _node_labels.result_line(result, plan, check_mode)
+    except (KeyError, TypeError) as exc:
+        raise AnsibleFilterError("label_line: not a node_labels result: %s" % exc)
+
+
+def prevent_gate(runtimeclasses, nodes, names=None, mode="warn"):
+    """Validate prevent.yml's inputs, then plan the RuntimeClass selectors."""
+    try:
+        _prevent.validate_inputs(_mode(mode), names)
+        return _prevent.gate(runtimeclasses, nodes, names)
+    except ValueError as exc:
+        raise AnsibleFilterError("prevent_gate: %s" % exc)
+
+
+def admission_params(nodes):
+    return _prevent.admission_params(nodes)
+
+
+def admission_mode(value):
+    """gpurt_admission_mode as a string: YAML reads an unquoted off as false."""
+    mode = _mode(value)
+    try:
+        _prevent.validate_inputs(mode, None)
+    except ValueError as exc:
+        raise AnsibleFilterError(str(exc))
+    return mode
+
+
+def _mode(value):
+    return "off" if value is False else str(value)
+
+
+class FilterModule(object):
+    def filters(self):
+        return {"verified_labels": verified_labels, "stale_labels": stale_labels, "label_line": label_line,
+                "prevent_gate": prevent_gate, "admission_params": admission_params, "admission_mode": admission_mode}

@@ -1,0 +1,21 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpurt.runtime_gate developers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The Kubernetes client of the collection's modules, one job per file as kubernetes.core's
+module_utils/k8s: client (connection, auth, kubeconfig), proxy, scrub (secrets never shown), session
+(the request loop: retries, backoff, deadline), resources (the reads and writes we do), errors.
+A module run makes one session for all its reads and writes. What the modules use is named here."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.gpurt.runtime_gate.plugins.module_utils._k8s.errors import KubeError  # noqa: F401
+from ansible_collections.gpurt.runtime_gate.plugins.module_utils._k8s.scrub import Secrets, scrub  # noqa: F401
+from ansible_collections.gpurt.runtime_gate.plugins.module_utils._k8s.proxy import bypasses_proxy  # noqa: F401
+from ansible_collections.gpurt.runtime_gate.plugins.module_utils._k8s.client import (  # noqa: F401
+    AUTH_ARG_SPEC, AUTH_ENV, HAS_KUBERNETES, KUBERNETES_IMPORT_ERROR, SERVICE_ACCOUNT_DIR, Connection, build_connection,
+    known_secrets, kubeconfig_paths, resolve_auth)
+from ansible_collections.gpurt.runtime_gate.plugins.module_utils._k8s.resources import RESOURCES  # noqa: F401
+from ansible_collections.gpurt.runtime_gate.plugins.module_utils._k8s.session import (  # noqa: F401
+    LIST_ARG_SPEC, REQUEST_ARG_SPEC, KubeSession, session_from_params)

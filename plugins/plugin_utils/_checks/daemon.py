@@ -1,0 +1,175 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpurt.runtime_gate developers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Family: daemon and running view. Whether containerd starts with the config and serves CRI, what
+its default runtime puts at stake, and whether the running daemon has what the config loads."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import time
+
+from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _config_shapes as config_shapes
+from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils._checks.context import dropins_above_root
+from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils._checks.model import NotRun, finding
+from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils._checks.registry import check, fixed_by, need, not_fixed
+
+V2, V3 = config_shapes.CRI_PLUGIN_V2, config_shapes.CRI_PLUGIN_V3
+
+
+# --- config_refused: containerd will not start, or starts without its CRI plugin -----------
+
+def _cri_unserved(running):
+    error = (running or {}).get("crictl_error") or ""
+    return "unknown service runtime.v1.RuntimeService" in error
+
+
+@check("config_refused", ("error",), "error",
+       "containerd will not start with the config (`config dump` fails: TOML errors, an unsupported version, on "
+       "2.3+ a drop-in whose version is above the root file's, `imports = [\"/dev/zero\"]`), with containerd's "
+       "own cause line; or it starts but its CRI plugin cannot load: `default_runtime_name` names no loaded "
+       "runtime (on 1.x, runtimes declared without `runc` while the default is `runc`), so no pod runs",
+       ("config",),
+       not_fixed("a config containerd refuses fails the role's gather, so nothing is written (fix the file containerd "
+                 "names); on 1.x, runtimes declared without `runc` while the default is `runc` get containerd's "
+                 "default runc back in the role's CRI drop-in; another `default_runtime_name` that names no loaded "
+                 "runtime is kept (the role loads it only when `containerd_runtime_runtimes` lists it)"))
+def check_config_refused(ctx):
+    gathered = ctx.gathered
+    refused = gathered.get("refused")
+    if refused:
+        above = dropins_above_root(gathered)
+        return [finding(
+            ctx.node, "config_refused", "error", gathered.get("config_path") or "config",
+            "containerd will not start with this config: %s" % refused.get("cause"),
+            "fix what containerd names, then check with '%s'" % refused.get("command", "containerd config dump")
+            + ("; write the drop-ins with the root file's version (%s)" % ", ".join("%s is %d" % (p, v) for p, v, _r in above)
+               if above else ""),
+            {"cause": refused.get("cause"), "command": refused.get("command"), "rc": refused.get("rc"),
+             "containerd": gathered.get("version"), "loader_warnings": refused.get("warnings", []),
+             "dropins_above_root": [{"file": p, "version": v, "root_version": r} for p, v, r in above]},
+        )]
+    default = ctx.default_runtime
+    if not default or default in ctx.handlers:
+        return []
+    plugin = V3 if (ctx.loaded.get("version") or 2) >= 3 else V2  # 2.x dumps version 3 or 4
+    cause = ("failed to load plugin %s: invalid plugin config: no corresponding runtime configured in "
+             "`containerd.runtimes` for `containerd` `default_runtime_name = \"%s\"`" % (plugin, default))
+    hint = ""
+    if (ctx.version or (0, 0))[0] < 2 and default == "runc" and ctx.version is not None:
+        hint = "; containerd 1.x keeps no runc of its own once a config declares runtimes"
+    running = gathered.get("running") or {}
+    return [finding(
+        ctx.node, "config_refused", "error", default,
+        "containerd starts, but its CRI plugin will not load (%s): no pod runs on the node%s" % (cause, hint),
+        "register runtime '%s' next to the others, or set default_runtime_name to a loaded one" % default,
+        {"cause": cause, "default_runtime_name": default, "loaded_runtimes": sorted(ctx.handlers),
+         "containerd": gathered.get("version"),
+         "running_cri": "not served (%s)" % running.get("crictl_error") if _cri_unserved(running) else None},
+    )]
+
+
+# --- restart_pending: the running daemon against the next start ---------------------------
+
+def _when(epoch):
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(epoch))
+
+
+@check("restart_pending", ("error", "warning"),
+       "error for a loaded runtime the running daemon lacks, or a daemon serving no CRI; warning for a running "
+       "runtime the next start drops, and for the start-time fallback",
+       "the running daemon (`crictl info`) differs from the loaded config: a restart that did not happen; "
+       "without crictl, a config file newer than the daemon's start (systemd or `/proc/<pid>/stat`)",
+       ("running", "loaded"),
+       fixed_by("restarts containerd after the role wrote a file, and when a restart for its own runtimes did not "
+                "happen (`crictl info` lacks one or runs another BinaryName, or the daemon started before its "
+                "drop-ins were written); other tools' pending edits are not restarted for"))
+def check_restart_pending(ctx):
+    running = ctx.gathered["running"]
+    restart = "restart containerd (systemctl restart containerd), in a drained batch"
+    if running.get("source") == "crictl":
+        out = []
+        now = set(running.get("runtimes") or [])
+        evidence = {"running_runtimes": sorted(now), "loaded_runtimes": sorted(ctx.handlers),
+                    "endpoint": running.get("endpoint")}
+        for name in sorted(ctx.handlers - now):
+            out.append(finding(
+                ctx.node, "restart_pending", "error", name,
+                "runtime '%s' is in the loaded config but not in the running containerd (crictl info): "
+                "containerd was not restarted after the change, so pods asking for '%s' fail now" % (name, name),
+                restart, dict(evidence, runtime=name)))
+        for name in sorted(now - ctx.handlers):
+            out.append(finding(
+                ctx.node, "restart_pending", "warning", name,
+                "runtime '%s' runs now but is not in the loaded config: the next containerd start drops it" % name,
+                "put '%s' back in the config, or drain its pods before containerd restarts" % name,
+                dict(evidence, runtime=name)))
+        default_now = running.get("default_runtime_name")
+        if default_now is not None and ctx.default_runtime and default_now != ctx.default_runtime:
+            out.append(finding(
+                ctx.node, "restart_pending", "warning", "default_runtime_name",
+                "the running containerd's default runtime is '%s'; the next start makes it '%s'"
+                % (default_now, ctx.default_runtime), restart,
+                dict(evidence, running_default=default_now, loaded_default=ctx.default_runtime)))
+        cdi_now = running.get("enable_cdi")
+        cdi_next = (ctx.loaded or {}).get("enable_cdi")
+        if cdi_now is not None and cdi_next is not None and cdi_now != cdi_next:
+            out.append(finding(
+                ctx.node, "restart_pending", "warning", "enable_cdi",
+                "the running containerd has enable_cdi = %s; the next start sets %s"
+                % (str(cdi_now).lower(), str(cdi_next).lower()), restart,
+                dict(evidence, running_enable_cdi=cdi_now, loaded_enable_cdi=cdi_next)))
+        return out
+    if _cri_unserved(running):
+        fixed = ctx.default_runtime in ctx.handlers or not ctx.default_runtime
+        return [finding(
+            ctx.node, "restart_pending", "error", "cri",
+            "the running containerd serves no CRI (%s): its CRI plugin failed to load at start, so no pod runs; %s"
+            % (running.get("crictl_error"), "the config loads now, so a restart is due" if fixed
+               else "the config still cannot load it (config_refused): fix the config first"),
+            restart if fixed else "fix the config (see config_refused), then " + restart,
+            {"crictl_error": running.get("crictl_error"), "endpoint": running.get("endpoint")})]
+    started, newest = running.get("daemon_started"), running.get("config_newest_mtime")
+    if started is None or newest is None:
+        raise NotRun("no start time or no config file mtime: %s" % (running.get("error") or "not reported"))
+    # /proc's start time is whole seconds of boot time plus clock ticks: allow for its rounding.
+    if newest <= started + 2:
+        return []
+    return [finding(
+        ctx.node, "restart_pending", "warning", "config",
+        "a config file changed at %s, after containerd started at %s: the running daemon may lack what the "
+        "files say (without crictl the runtimes themselves cannot be compared)" % (_when(newest), _when(started)),
+        restart + "; install crictl (cri-tools) for the exact comparison",
+        {"daemon_started": started, "config_newest_mtime": newest, "pid": running.get("pid"),
+         "started_from": running.get("started_from"), "why_no_crictl": running.get("crictl_error")})]
+
+
+# --- default_runtime_blast_radius ---------------------------------------------------------
+
+@check("default_runtime_blast_radius", ("warning",), "warning",
+       "`default_runtime_name` is not `runc`: every pod of the node runs through it",
+       ("loaded",),
+       fixed_by("only when asked: `containerd_runtime_default_runtime_name: runc` in the role's CRI drop-in; by "
+                "default the loaded default stays"))
+def check_blast_radius(ctx):
+    default = ctx.default_runtime
+    if default in ("", "runc"):
+        return []
+    return [finding(
+        ctx.node, "default_runtime_blast_radius", "warning", default,
+        "default_runtime_name is '%s': every pod on this node, GPU or not, runs through it, so a "
+        "broken '%s' stops all pods of the node" % (default, default),
+        "keep default_runtime_name = \"runc\" and select '%s' per pod with a RuntimeClass" % default,
+        {"default_runtime_name": default},
+    )]
+
+
+@need("running")
+def need_running(ctx):
+    running = ctx.gathered.get("running")
+    if not isinstance(running, dict):
+        return "the running view was not gathered (a bare dump, or gather_running=false)"
+    if running.get("source") in ("crictl", "process") or _cri_unserved(running):
+        return None
+    return "no running view: %s" % (running.get("error") or "not reported")

@@ -1,0 +1,94 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpurt.runtime_gate developers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Whether the loaded config carries what a file nothing imports says: a generator (Talos merges
+its .part files into cri.toml, microk8s renders its template) may have merged it already, and then
+the file is no orphan. Pure logic on parsed TOML."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import re
+
+from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils._remediation.convert import CRI_IMAGES, IMAGE_KEYS
+
+# Keys that say how a file is read, not what it sets.
+_NOT_SETTINGS = ("version", "imports")
+# A generator's placeholder: ${SNAP_DATA}, {{ .NodeConfig }}; the value is whatever it substituted.
+_PLACEHOLDER = re.compile(r"\$\{[^}]*\}|\{\{.*?\}\}")
+_MAX_REPORTED = 10
+
+
+def is_fragment(doc):
+    """A containerd config fragment: a top-level `version` or a `plugins` table."""
+    return isinstance(doc, dict) and ("version" in doc or isinstance(doc.get("plugins"), dict))
+
+
+def _leaves(node, prefix):
+    if isinstance(node, dict) and node:
+        for key in sorted(node):
+            for leaf in _leaves(node[key], prefix + (key,)):
+                yield leaf
+    else:
+        yield prefix, node
+
+
+def _at(doc, path):
+    for key in path:
+        if not isinstance(doc, dict) or key not in doc:
+            return False, None
+        doc = doc[key]
+    return True, doc
+
+
+def _same(want, have):
+    if isinstance(want, str) and _PLACEHOLDER.search(want):
+        pattern = "".join(".*" if _PLACEHOLDER.fullmatch(part) else re.escape(part)
+                          for part in re.split(r"(\$\{[^}]*\}|\{\{.*?\}\})", want))
+        return isinstance(have, str) and re.fullmatch(pattern, have, re.DOTALL) is not None
+    if isinstance(want, dict) and not want:
+        return True  # an empty table sets nothing
+    return want == have
+
+
+def _carried(loaded, path, value):
+    found, have = _at(loaded, path)
+    if found and _same(value, have):
+        return True
+    if len(path) > 2 and path[0] == "plugins":
+        return any(_same_at(loaded, where, value) for where in _migrated(path[2:], loaded))
+    return False
+
+
+def _migrated(rest, loaded):
+    """Where containerd 2.x keeps a CRI key of a version 2 file, read in the loaded config: the same
+    key under any plugin (runtimes move to io.containerd.cri.v1.runtime), image keys under
+    io.containerd.cri.v1.images (the remediation's mapping), cni.bin_dir as one of cni.bin_dirs
+    (measured with 2.1.9 on microk8s' template)."""
+    plugins = loaded.get("plugins") if isinstance(loaded.get("plugins"), dict) else {}
+    out = [("plugins", name) + rest for name in plugins]
+    for v2_path, v3_path in IMAGE_KEYS:
+        if rest[:len(v2_path)] == v2_path:
+            out.append(("plugins", CRI_IMAGES) + v3_path + rest[len(v2_path):])
+    if rest == ("cni", "bin_dir"):
+        out.extend(("plugins", name, "cni", "bin_dirs", "*") for name in plugins)
+    return out
+
+
+def _same_at(loaded, path, value):
+    if path[-1] == "*":  # one element of a list
+        found, have = _at(loaded, path[:-1])
+        return found and isinstance(have, list) and any(_same(value, item) for item in have)
+    found, have = _at(loaded, path)
+    return found and _same(value, have)
+
+
+def not_carried(doc, loaded):
+    """(count, [dotted keys, at most 10]) of the settings of doc the loaded config does not carry."""
+    missing = []
+    for path, value in _leaves(dict((k, v) for k, v in doc.items() if k not in _NOT_SETTINGS), ()):
+        if not path or _carried(loaded or {}, path, value):
+            continue
+        missing.append(".".join('"%s"' % k if "." in k else k for k in path))
+    return len(missing), missing[:_MAX_REPORTED]

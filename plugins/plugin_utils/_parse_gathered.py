@@ -1,0 +1,117 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpurt.runtime_gate developers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Controller side of gathering: turn the texts a node reported into parsed summaries."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _config_shapes as config_shapes
+from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _fragment_carry as fragment_carry
+from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _toml_codec as toml_codec
+
+
+class DumpError(ValueError):
+    pass
+
+
+def summarize_dump(text, source="containerd config dump output"):
+    """Summary of a dump text; DumpError (never another exception) on bad input."""
+    return _dump_and_summary(text, source)[1]
+
+
+def _dump_and_summary(text, source="containerd config dump output"):
+    if not text or not text.strip():
+        raise DumpError("%s is empty" % source)
+    try:
+        doc = toml_codec.loads(text, source)
+        summary = config_shapes.summarize(doc)
+    except (toml_codec.TomlError, config_shapes.ConfigShapeError) as exc:
+        raise DumpError(str(exc) if isinstance(exc, toml_codec.TomlError) else "%s: %s" % (source, exc))
+    add_runtime_files(doc, summary)
+    return doc, summary
+
+
+def _text(value):
+    return value if isinstance(value, str) else ""
+
+
+def add_runtime_files(doc, summary):
+    """Each loaded runtime's ``config_path`` (options.ConfigPath, kata's) and ``base_runtime_spec``:
+    files a runtime needs on the node besides its binary."""
+    for plugin, section in config_shapes.cri_sections(doc):
+        runtimes = ((section.get("containerd") or {}).get("runtimes") or {}) if isinstance(section, dict) else {}
+        if not isinstance(runtimes, dict):
+            continue
+        for name, table in runtimes.items():
+            loaded = summary["runtimes"].get(name)
+            if loaded is None or loaded.get("plugin") != plugin or not isinstance(table, dict):
+                continue
+            options = table.get("options") if isinstance(table.get("options"), dict) else {}
+            loaded["config_path"] = _text(options.get("ConfigPath"))
+            loaded["base_runtime_spec"] = _text(table.get("base_runtime_spec"))
+
+
+def summarize_file(entry, loaded_doc=None):
+    """Parsed facts of one config file a node reported: version, runtimes per plugin, imports. A file
+    nothing imports also says whether it is a config fragment, and which of its settings the loaded
+    config (loaded_doc, the dump) does not carry."""
+    summary = {"path": entry["path"], "role": entry["role"], "error": entry.get("error")}
+    if entry.get("content") is None:
+        return summary
+    try:
+        doc = toml_codec.loads(entry["content"], entry["path"])
+        summary.update(
+            version=config_shapes.config_version(doc),
+            version_written="version" in doc,
+            runtimes_by_plugin=dict(
+                (plugin, sorted(runtimes)) for plugin, runtimes in config_shapes.runtimes_by_plugin(doc).items()
+            ),
+            plugins=sorted((doc.get("plugins") or {}).keys()) if isinstance(doc.get("plugins"), dict) else [],
+            imports=doc.get("imports", []),
+            runtimes_tables=runtimes_tables(doc),
+        )
+        if entry["role"] == "unreferenced":
+            summary["fragment"] = fragment_carry.is_fragment(doc)
+            if loaded_doc is not None:
+                summary["not_carried_count"], summary["not_carried"] = fragment_carry.not_carried(doc, loaded_doc)
+    except (toml_codec.TomlError, config_shapes.ConfigShapeError) as exc:
+        summary["error"] = str(exc)
+    return summary
+
+
+def runtimes_tables(doc):
+    """CRI plugin names whose ``containerd`` table has a ``runtimes`` key, even an empty one:
+    containerd 2.x migrating a version 2 config lets such a table under
+    io.containerd.cri.v1.runtime replace the runtimes of io.containerd.grpc.v1.cri (measured)."""
+    out = []
+    for plugin, section in config_shapes.cri_sections(doc):
+        containerd = section.get("containerd")
+        if isinstance(containerd, dict) and "runtimes" in containerd:
+            out.append(plugin)
+    return sorted(out)
+
+
+def parse_gathered(result):
+    """Add ``loaded`` (the dump) and ``files[*].parsed`` to a containerd_config_info result.
+    A config containerd refused has no dump: ``loaded`` is None, and the files are still parsed."""
+    doc = None
+    if result.get("dump") is None and result.get("refused"):
+        result["loaded"] = None
+    else:
+        doc, result["loaded"] = _dump_and_summary(result.get("dump"))
+    for entry in result.get("files", []):
+        entry["parsed"] = summarize_file(entry, doc)
+    return result
+
+
+def drop_texts(result):
+    """Keep only the parsed facts of a gather result once parse_gathered() ran: the dump and each
+    file's text go. A registered result stays in the controller's memory for the whole play, for
+    every host; the judging reads the parsed ``loaded`` and ``files[*].parsed`` (and a file's
+    ``error`` says when it was not read). The kubelet config stays: the cgroup check parses it."""
+    result.pop("dump", None)
+    for entry in result.get("files", []):
+        entry.pop("content", None)
+    return result

@@ -1,0 +1,328 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpurt.runtime_gate developers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Plan the files that register runtimes with one node's containerd: nothing while every wanted
+runtime is loaded as wanted; else one own drop-in per runtime on 2.x, one drop-in carrying the whole
+CRI section on 1.x, and the main config's imports entry or migration."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import os
+
+from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _node_config_text as cc
+from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _host_paths as host_paths
+from ansible_collections.gpurt.runtime_gate.plugins.module_utils._node_remediation import STAGE_PLACEHOLDER
+from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _config_shapes as shapes
+from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _toml_codec as toml_codec
+from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils._remediation import adopt
+from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils._remediation import closure
+from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils._remediation import convert
+from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils._remediation import dropins
+from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils._remediation.options import kubelet_systemd_cgroup, normalize_runtimes
+from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils._remediation.ownership import OWN_MARKER, header, is_own, own_name
+from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils._remediation.refusal import Refusal
+from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils._remediation.toml_edit import edit_main, get_in, migrated_main, parse
+
+
+def dump_plugin(major):
+    """The CRI plugin a dump of this containerd shows its runtimes under."""
+    return shapes.CRI_PLUGIN_V2 if major < 2 else shapes.CRI_PLUGIN_V3
+
+
+class _Node(object):
+    """What the plan reads of a gather result."""
+
+    def __init__(self, gathered, opts):
+        self.gathered = gathered
+        self.major = gathered["version_major"]
+        self.minor = gathered["version_minor"]
+        self.config_path = gathered["config_path"]
+        self.dropin_dir = opts["dropin_dir"].rstrip("/")
+        self.files = gathered["files"]
+        self.by_path = dict((f["path"], f) for f in self.files)
+        self.states = gathered.get("file_states") or {}
+        self.before = parse(gathered["dump"], "the current config dump")
+        self.default_doc = parse(gathered["default_text"], "containerd config default")
+        self.plugin = dump_plugin(self.major)
+        self.converted_main = None  # (converted doc, why) when the main config is converted
+        self.cri_section = None  # 1.x: the one CRI section the role's drop-in carries
+
+    def plugin_uris(self):
+        return convert.known_plugin_uris(self.before, self.default_doc)
+
+    def sha(self, path):
+        return (self.states.get(path) or {}).get("sha256")
+
+    def merge_order(self):
+        """Files containerd merges, in its order (breadth first over imports, as gathered)."""
+        return [f for f in self.files if f["role"] == "imported" or
+                (f["role"] == "main" and self.gathered.get("config_exists"))]
+
+    def dropin_files(self):
+        return [f for f in self.files if os.path.dirname(f["path"]) == self.dropin_dir]
+
+
+def _resolved_imports(node, entries):
+    base = "/" if (node.major, node.minor) < (1, 7) else None
+    return [host_paths.resolve_import(p, node.config_path, base) for p in entries]
+
+
+def _covering_entry(resolved, paths):
+    """Index of the first resolved imports entry that matches every path, or None."""
+    for index, pattern in enumerate(resolved):
+        if paths and all(host_paths.glob_matches_path(pattern, p) for p in paths):
+            return index
+    return None
+
+
+def plan(gathered, opts):
+    """What to write on one node, or a no-op; Refusal when the node must not be touched."""
+    node = _Node(gathered, opts)
+    notes = []
+    main = node.files[0]
+    if gathered.get("config_exists") and main.get("content") is None:
+        raise Refusal("the main config %s cannot be read as text (%s); containerd may load it, but this role edits "
+                      "only what it can parse. Nothing was written." % (node.config_path, main.get("error")))
+    specs = normalize_runtimes(opts.get("runtimes"), opts.get("systemd_cgroup"), lambda: kubelet_systemd_cgroup(gathered))
+    names = [s["name"] for s in specs]
+    cri = get_in(node.before, "plugins", node.plugin) or {}
+    loaded_names = set((get_in(cri, "containerd", "runtimes") or {}).keys())
+    loaded_default = get_in(cri, "containerd", "default_runtime_name") or ""
+    wanted_default = opts.get("default_runtime_name") or None
+    change_default = wanted_default is not None and wanted_default != loaded_default
+    if change_default:
+        if wanted_default != "runc" and not opts.get("allow_non_runc_default"):
+            raise Refusal("default_runtime_name=%s would send every pod of the node, GPU or not, through it; set "
+                          "allow_non_runc_default to mean it" % wanted_default)
+        if wanted_default not in loaded_names and wanted_default not in names:
+            raise Refusal("default_runtime_name %r is neither loaded nor being registered" % wanted_default)
+    cdi_names = [s["name"] for s in specs if s["cdi"]]
+    need_cdi = bool(cdi_names) and not cri.get("enable_cdi") and not adopt.cdi_always_on(node.default_doc, node.plugin)
+    if need_cdi and node.major == 1 and node.minor < 7:
+        raise Refusal("runtime(s) %s ask for containerd's enable_cdi, which containerd 1.%d does not have (1.7+)"
+                      % (", ".join(cdi_names), node.minor))
+    for spec in specs:
+        binary = (spec["table"].get("options") or {}).get("BinaryName")
+        facts = (gathered.get("paths") or {}).get(binary) if binary else None
+        if opts.get("require_binaries") and binary and (facts is None or not facts.get("executable")):
+            raise Refusal("runtime %s: BinaryName %s is not an executable on the node (require_binaries)"
+                          % (spec["name"], binary))
+
+    # Effective options: a key the loaded runtime leaves unset counts as containerd's default for it.
+    missing = dict((s["name"], adopt.effective_mismatches(node.before, node.default_doc, node.plugin, s)) for s in specs)
+    missing = dict((k, v) for k, v in missing.items() if v)
+    own = dict((f["path"], f) for f in node.dropin_files() if is_own(f.get("content")))
+    removals = sorted(p for p in own if os.path.basename(p) in
+                      [own_name(opts, n) for n in opts.get("remove_runtimes") or []])
+    for spec in specs:
+        if spec["name"] not in missing:
+            notes.append(adopt.adopted_note(spec, node.before, node.default_doc, node.plugin))
+    result = {"notes": notes, "writes": [], "removes": [], "allowed": [], "runtimes": names,
+              "specs": specs, "wanted_default": wanted_default if change_default else None,
+              "loaded_default": loaded_default, "need_cdi": need_cdi, "own_paths": [],
+              "containerd": "%d.%d" % (node.major, node.minor)}
+    closing = closure.needed(node, gathered, specs, opts, notes)
+    if not missing and not change_default and not need_cdi and not removals and not closing:
+        result["noop"] = True
+        return result
+    result["noop"] = False
+
+    for path in [f["path"] for f in node.dropin_files()]:
+        if containerd_text_imports(node.by_path[path].get("content")):
+            raise Refusal("%s declares imports of its own; a staged load could not reproduce it, so the node is refused"
+                          % path)
+
+    # What the user should see at default verbosity: migrations, a created main config, what 1.x shadows.
+    warnings = result["warnings"] = []
+    main_doc, main_text, main_version = _main(node)
+    if node.major < 2:
+        writes, removes = dropins.plan_1x(node, opts, specs, main_version, change_default, wanted_default, need_cdi,
+                                          own, warnings)
+    else:
+        writes, removes = dropins.plan_2x(node, opts, specs, missing, main_version, change_default, wanted_default,
+                                          need_cdi, own, warnings)
+    removes = sorted(set(removes) | set(removals))
+    own_after = sorted((set(own) - set(removes)) | set(w["path"] for w in writes))
+
+    # imports: one entry must load every own drop-in; the role adds it at the end when none does
+    entries = list(main_doc.get("imports") or []) if main_doc is not None else []
+    resolved = _resolved_imports(node, entries)
+    covering = _covering_entry(resolved, own_after)
+    add_import = None
+    if covering is None and own_after:
+        add_import = os.path.join(node.dropin_dir, opts["dropin_glob"])
+        entries.append(add_import)
+        resolved.append(add_import)
+
+    dropin_after = sorted((set(f["path"] for f in node.dropin_files()) - set(removes)) | set(own_after))
+    order = _planned_merge_order(node, resolved, dropin_after)
+    if node.major < 2:
+        _check_merged_last(node, order, own_after)
+    new_main_text, new_main_doc = _main_text(node, main_doc, main_text, main_version, add_import, warnings)
+    if new_main_text is not None:
+        # Whether the main config may be written (a generator, a read-only tree) is decided from the
+        # node's evidence after the plan (ownership_gate), in check mode too.
+        result["writes"].append({"path": node.config_path, "content": new_main_text, "before": main_text,
+                                 "expect_sha256": node.sha(node.config_path)})
+    for item in writes:
+        before = node.by_path.get(item["path"], {}).get("content")
+        exists = item["path"] in node.by_path or (node.states.get(item["path"]) or {}).get("exists")
+        if exists and item["path"] not in own:
+            raise Refusal("%s exists and is not a file of this role (no '%s' line); it is never overwritten. "
+                          "Set dropin_prefix/suffix to another name." % (item["path"], OWN_MARKER))
+        if before is not None and parse(before, item["path"]) == parse(item["content"], item["path"]):
+            continue  # same parsed content: never rewrite for cosmetics
+        item.update(before=before, expect_sha256=node.sha(item["path"]))
+        result["writes"].append(item)
+    texts = dict((p, (node.by_path.get(p) or {}).get("content")) for p in order)
+    texts.update((w["path"], w["content"]) for w in writes)
+    notes += adopt.precedence_notes(node.major, order, own_after, texts, node.config_path)
+    for path in removes:
+        result["removes"].append({"path": path, "content": None, "before": own[path]["content"],
+                                  "expect_sha256": node.sha(path)})
+
+    staged_imports = [STAGE_PLACEHOLDER + r if os.path.dirname(r) == node.dropin_dir else r for r in resolved]
+    staged_doc = dict(new_main_doc, imports=staged_imports)
+    result.update(
+        staged_main=toml_codec.dumps(staged_doc),
+        import_patterns=resolved,
+        own_paths=own_after,
+        allowed=_implicit_allowed(node, specs, missing, change_default, need_cdi, own, removes) +
+        closure.allowed_paths(node),
+        expected_leaves=closure.expected_leaves(node),
+        disruptive=closure.disruptive(node),
+        main_version=main_version,
+    )
+    return result
+
+
+def containerd_text_imports(text):
+    return cc.top_level_imports(text or "")
+
+
+def _main(node):
+    """(parsed main or None, its text or None, the version the drop-ins take)."""
+    main = node.files[0]
+    default_version = shapes.config_version(node.default_doc) if node.major >= 2 else 2
+    if not node.gathered.get("config_exists"):
+        return None, None, default_version
+    text = main["content"]
+    doc = parse(text, node.config_path)
+    try:
+        version = shapes.config_version(doc)
+    except shapes.ConfigShapeError as exc:
+        raise Refusal("%s: %s" % (node.config_path, exc))
+    why = closure.conversion_reason(node, doc)
+    if why:
+        doc = convert.as_read_by(doc, node.major, node.plugin_uris(), node.config_path)
+        node.converted_main = (doc, "%s is %s: converted to version %d, which this containerd reads as written"
+                               % (node.config_path, why, shapes.config_version(doc)))
+        version = shapes.config_version(doc)
+    if version > default_version:
+        raise Refusal("%s is version %d, above the %d this containerd writes" % (node.config_path, version, default_version))
+    return doc, text, version
+
+
+def _bare(doc):
+    """A version 1 file with nothing a version bump could reinterpret (no plugins, plugin lists)."""
+    return not any(k in doc for k in ("plugins", "disabled_plugins", "required_plugins", "proxy_plugins",
+                                      "stream_processors"))
+
+
+def _main_text(node, main_doc, main_text, main_version, add_import, notes):
+    """(new text or None when unchanged, new parsed doc) of the main config."""
+    default_version = shapes.config_version(node.default_doc) if node.major >= 2 else 2
+    if main_doc is None:
+        doc = {"version": default_version, "imports": [add_import] if add_import else []}
+        notes.append("%s does not exist (containerd runs on its defaults); created with only version and imports"
+                     % node.config_path)
+        return header(["Created because the node had no main config; containerd's defaults apply to the rest."]) + \
+            toml_codec.dumps(doc), doc
+    if node.converted_main is not None:
+        doc = dict(main_doc)
+        doc["imports"] = list(main_doc.get("imports") or []) + ([add_import] if add_import else [])
+        if not doc["imports"]:
+            doc.pop("imports")
+        notes.append(node.converted_main[1])
+        return header(["Converted from the node's version %s file (kept as a backup) to what containerd %d.%d reads."
+                       % (shapes.config_version(parse(main_text, node.config_path)), node.major, node.minor)]) + \
+            toml_codec.dumps(doc), doc
+    set_version = None
+    migrated = None
+    if main_version == 1 and _bare(main_doc):
+        set_version = default_version
+    elif node.major >= 2 and main_version < default_version and node.gathered.get("migration"):
+        migrated = migrated_main(node, main_doc, default_version)
+    elif main_version == 1:
+        raise Refusal("%s is version 1 and migrate=never; nothing was written" % node.config_path)
+    if migrated is not None:
+        doc, note = migrated
+        if add_import:
+            doc["imports"].append(add_import)
+        notes.append(note)
+        return header(["Migrated by containerd config migrate from the version %d file (kept as a backup)."
+                       % node.gathered["migration"]["from_version"]]) + toml_codec.dumps(doc), doc
+    if set_version is None and add_import is None:
+        return None, main_doc
+    return edit_main(main_text, main_doc, set_version, add_import)
+
+
+def _planned_merge_order(node, resolved, dropin_after):
+    """The files containerd will merge after the plan, in its order: the main file, then each imports
+    entry's matches (the drop-in dir as planned), then imports declared in imported files."""
+    order = [node.config_path] if node.gathered.get("config_exists") else []
+    gathered_matches = dict((e["resolved"], e["matches"]) for e in node.gathered.get("imports") or []
+                            if e["declared_in"] == node.config_path)
+    for pattern in resolved:
+        if os.path.dirname(pattern) == node.dropin_dir:
+            matches = [p for p in dropin_after if host_paths.glob_matches_path(pattern, p)]
+        else:
+            matches = gathered_matches.get(pattern, [])
+        order += [p for p in matches if p not in order]
+    for entry in node.gathered.get("imports") or []:
+        if entry["declared_in"] != node.config_path:
+            order += [p for p in entry["matches"] if p not in order]
+    return order
+
+
+def _check_merged_last(node, order, own_after):
+    """containerd 1.x: the role's CRI drop-in must be the last file that declares the CRI section,
+    or the next one replaces it whole (runtimes included)."""
+    mine = [p for p in order if p in own_after]
+    if not mine:
+        return
+    later = []
+    for path in order[order.index(mine[-1]) + 1:]:
+        content = node.by_path.get(path, {}).get("content")
+        plugins = parse(content or "", path).get("plugins") if content is not None else None
+        if isinstance(plugins, dict) and any(name in plugins for name in shapes.CRI_PLUGIN_NAMES):
+            later.append(path)
+    if later:
+        raise Refusal("containerd 1.x merges %s after the role's %s and takes the whole CRI section from the last file "
+                      "that declares it, so the runtimes would be replaced again; set dropin_prefix so the role's file "
+                      "sorts after it (e.g. 'zz-'). Nothing was written." % (", ".join(later), mine[-1]))
+
+
+def _implicit_allowed(node, specs, missing, change_default, need_cdi, own, removes):
+    """Key paths (tuples; a path allows its whole subtree) the run was asked to change."""
+    base = ("plugins", node.plugin)
+    allowed = []
+    for spec in specs:
+        mismatches = missing.get(spec["name"]) or []
+        for path, loaded, _wanted in mismatches:
+            allowed.append(path)
+    if change_default:
+        allowed.append(base + ("containerd", "default_runtime_name"))
+    if need_cdi:
+        allowed.append(base + ("enable_cdi",))
+    for path in removes:
+        content = own.get(path, {}).get("content")
+        if content is None:
+            continue
+        for runtimes in shapes.runtimes_by_plugin(parse(content, path)).values():
+            for name in runtimes:
+                if name not in [s["name"] for s in specs]:
+                    allowed.append(base + ("containerd", "runtimes", name))
+    return allowed

@@ -1,0 +1,81 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpurt.runtime_gate developers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The proof after the restart: the running daemon must have what the run reported. Judged on `crictl
+info` where the CRI socket answers, else on the load of the config the service starts with (a dump
+taken right after the restart is what the daemon loaded). What a write leaves for this proof, and what
+a failed write or a failed proof says about the files (changed, put back). Controller only."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import hashlib
+
+
+def record(opts, node_args, the_plan, written):
+    """What the handler after the restart needs of a successful write: the node arguments, the runtimes
+    the run reports, and each written or removed file with its backup (None: the write created it)."""
+    run_dir = written.get("backup_dir")
+    files = []
+    for item in the_plan["writes"] + the_plan["removes"]:
+        existed = item.get("before") is not None
+        files.append({"path": item["path"], "backup": (run_dir + item["path"]) if existed and run_dir and opts.get("backup") else None,
+                      "existed": existed,
+                      "sha256": hashlib.sha256(item["content"].encode("utf-8")).hexdigest()
+                      if item.get("content") is not None else None})
+    runtimes = [{"name": s["name"], "binary_name": (s["table"].get("options") or {}).get("BinaryName") or ""}
+                for s in the_plan["specs"]]
+    return {"node_args": node_args, "runtimes": runtimes, "files": files, "backups_kept": bool(opts.get("backup"))}
+
+
+def missing_after_restart(proof, after, loaded):
+    """[why] for each reported runtime the restarted daemon lacks; [] when it has them all.
+    after: the node's after_restart gather; loaded: its parsed summary (parse_gathered)."""
+    running = after.get("running") or {}
+    out = []
+    if running.get("source") == "crictl":
+        names = set(running.get("runtimes") or [])
+        details = running.get("runtime_details") or {}
+        where = "the restarted containerd (crictl info on %s)" % running.get("endpoint")
+        for runtime in proof["runtimes"]:
+            have = (details.get(runtime["name"]) or {}).get("binary_name")
+            if runtime["name"] not in names:
+                out.append("%s has no runtime %s (it runs %s)" % (where, runtime["name"], ", ".join(sorted(names)) or "none"))
+            elif runtime["binary_name"] and have not in (None, "", runtime["binary_name"]):
+                out.append("%s runs %s with %s, not %s" % (where, runtime["name"], have, runtime["binary_name"]))
+    else:
+        runtimes = (loaded or {}).get("runtimes") or {}
+        where = "the config containerd starts with (%s, loaded after the restart; no CRI socket answered: %s)" % (
+            after.get("config_path"), running.get("crictl_error") or running.get("error") or "no running view")
+        for runtime in proof["runtimes"]:
+            have = runtimes.get(runtime["name"])
+            if have is None:
+                out.append("%s has no runtime %s" % (where, runtime["name"]))
+            elif runtime["binary_name"] and have.get("binary_name") not in ("", runtime["binary_name"]):
+                out.append("%s loads %s with %s, not %s" % (where, runtime["name"], have.get("binary_name"),
+                                                            runtime["binary_name"]))
+    if out:
+        states = dict((f["path"], f) for f in after.get("files") or [])
+        for item in proof["files"]:
+            now = states.get(item["path"])
+            if item["sha256"] and now is not None and now.get("content") is not None and \
+                    hashlib.sha256(now["content"].encode("utf-8")).hexdigest() != item["sha256"]:
+                out.append("%s is no longer what the run wrote: something rewrote it at the start" % item["path"])
+    return out
+
+
+def files_line(changed, put_back, not_put_back, removed_new=()):
+    """One true sentence on what a failed step left: which files changed, which were put back."""
+    if not changed:
+        return "nothing was changed"
+    parts = ["changed: %s" % ", ".join(changed)]
+    if not_put_back:
+        if put_back:
+            parts.append("put back: %s" % ", ".join(put_back))
+        if removed_new:
+            parts.append("removed again (the run had created them): %s" % ", ".join(removed_new))
+        parts.append("NOT put back: %s" % "; ".join(not_put_back))
+    else:
+        parts.append("every file was put back as it was before the run")
+    return "; ".join(parts)

@@ -1,0 +1,115 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpurt.runtime_gate developers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The report as text: one line per node, its findings under it, the coverage, the totals; and what
+the judging actions return of a report (the summary lines the callback prints among it)."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _checks as checks
+from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils._report.model import (
+    MODE_STATUSES, NOT_CHECKED, OK, OTHER_STATUSES, coverage_warnings, mode_key)
+
+
+def _node_suffix(entry):
+    """What the remediation did, after a node's status."""
+    rem = entry.get("remediation")
+    if not rem or entry["status"] in OTHER_STATUSES:
+        return ""
+    return " (%s)" % checks.one_line(rem.get("msg") or rem.get("outcome"))
+
+
+def node_line(entry):
+    if entry["status"] == NOT_CHECKED or entry["status"] in OTHER_STATUSES:
+        return "%s: %s (%s)%s" % (entry["node"], entry["status"], checks.one_line(entry["reason"]), _node_suffix(entry))
+    if entry["status"] == OK:
+        return "%s: OK%s" % (entry["node"], _node_suffix(entry))
+    parts = ["%d %s" % (entry["counts"][s], s) for s in checks.SEVERITIES if entry["counts"][s]]
+    total = len(entry["findings"])
+    return "%s: %d finding%s (%s)%s" % (entry["node"], total, "" if total == 1 else "s", ", ".join(parts),
+                                        _node_suffix(entry))
+
+
+def totals_line(report):
+    s = report["summary"]
+    verb = "re-audited" if report["mode"] == "remediation" else "checked"
+    others = "".join(", %d %s" % (s[mode_key(status)], status.lower()) for status in MODE_STATUSES.get(report["mode"], ()))
+    line = "%s %d of %d node(s): %d OK, %d with findings, %d not checked%s; %d failing (fail_on=%s)" % (
+        verb, s["checked"], s["nodes"], s["ok"], s["with_findings"], s["not_checked"], others, s["failing"],
+        report["fail_on"])
+    if report["mode"] == "remediation":
+        line = "remediation: %d changed, %d unchanged; %s" % (s["changed"], s["unchanged"], line)
+    return line
+
+
+def _detail_lines(entry, severities, skipped):
+    """A node's lines under its own: refusals, its findings of `severities` (all when None),
+    grouped by severity (errors first: the entry keeps them sorted so), each once with its fix, and
+    with `skipped` the checks it skipped and why."""
+    lines = ["  refused: %s" % checks.one_line(reason) for reason in (entry.get("remediation") or {}).get("reasons") or []]
+    lines.extend("  " + checks.finding_line(item) for item in entry["findings"]
+                 if severities is None or item["severity"] in severities)
+    if skipped:
+        lines.extend("  skipped %s: %s" % (check, checks.one_line(why))
+                     for check, why in sorted(entry.get("checks_skipped", {}).items()) if why != "skip_checks")
+    return lines
+
+
+def summary_lines(report, details=True, severities=None, readable=False):
+    """One line per node, its findings indented under it (those of `severities`, all when None),
+    then what the run says about the cluster's Nodes, its notes, why the run failed, and the totals.
+    `readable` (what a person reads of a run): a failing node's line ends with its MISSING handlers,
+    the checks skipped are left to -v, and a line says how many findings -v would add."""
+    lines = []
+    hidden = 0
+    for name in sorted(report["nodes"]):
+        entry = report["nodes"][name]
+        line = node_line(entry)
+        if readable and entry.get("missing"):
+            line += "; " + " ".join(checks.one_line(m) for m in entry["missing"])
+        lines.append(line)
+        if details:
+            lines.extend(_detail_lines(entry, severities, skipped=not readable or severities is None))
+            hidden += sum(1 for item in entry["findings"] if severities is not None and item["severity"] not in severities)
+    if hidden:
+        lines.append("%d info finding(s) and the checks each node skipped not shown: run with -v to see them" % hidden)
+    lines.extend(coverage_warnings(report.get("coverage")))
+    lines.extend(checks.one_line(note) for note in report.get("notes", []))
+    for reason in report.get("run_failures", []):
+        lines.append("FAILED: %s" % checks.one_line(reason))
+    lines.append(totals_line(report))
+    return lines
+
+
+def readable_lines(report, verbose=False):
+    """What a person reads of a run: per node one line (with its MISSING handlers), then its errors
+    and warnings, each once with its fix (info and the skipped checks too when verbose); then the
+    coverage, notes and totals."""
+    return summary_lines(report, severities=None if verbose else ("error", "warning"), readable=True)
+
+
+def result_of(built, written, details=False, verbose=False):
+    """What the actions that judge a run return of its report (the summary lines for the callback too);
+    verbose (-v) adds the info findings and the skipped checks to readable_lines."""
+    lines = summary_lines(built, details=details)
+    out = {
+        "changed": False,
+        "report": built,
+        "summary": built["summary"],
+        "passed": built["summary"]["passed"],
+        "run_failures": built["run_failures"],
+        "summary_lines": lines,
+        "detail_lines": summary_lines(built),
+        "readable_lines": readable_lines(built, verbose),
+        "gpurt_summary_lines": lines,
+        "failing_nodes": sorted(n for n, e in built["nodes"].items() if e["failing"]),
+        "unreachable_nodes": sorted(n for n, e in built["nodes"].items() if e["unreachable"]),
+        "written": written,
+        "msg": lines[-1],
+    }
+    warnings = coverage_warnings(built.get("coverage")) if (built.get("coverage") or {}).get("nodes_listed") else []
+    if warnings:
+        out["warnings"] = warnings
+    return out
