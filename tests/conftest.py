@@ -35,20 +35,52 @@ def make_node(tmp_path, containerd):
 
 
 @pytest.fixture(scope="session")
-def containerd_23():
-    """The real containerd 2.3.4 (config version 4) from ../shared; skips, saying why, without it."""
+def containerd_go():
+    """{version: path} of the containerd releases built from the Go module proxy (2.2, 2.3, 2.4)."""
     from tests.lib import containerd_bins
-    path = containerd_bins.shared_binary("2.3")
-    if path is None:
-        pytest.skip(containerd_bins.SKIP_SHARED)
-    return path
+    return dict((v, containerd_bins.binary(v)) for v in containerd_bins.GO_VERSIONS)
+
+
+@pytest.fixture(scope="session")
+def containerd_23(containerd_go):
+    """The real containerd 2.3 (config version 4)."""
+    return containerd_go["2.3"]
 
 
 @pytest.fixture(scope="session")
 def crictl():
-    """The real crictl 1.36.0 from ../shared; skips, saying why, without it."""
+    """The real crictl built by tools/build-go-binaries."""
     from tests.lib import containerd_bins
-    path = containerd_bins.crictl_binary()
-    if path is None:
-        pytest.skip(containerd_bins.SKIP_CRICTL)
-    return path
+    return containerd_bins.crictl_binary()
+
+
+@pytest.fixture(scope="session")
+def real_cluster(tmp_path_factory):
+    """The real control plane (tests/lib/real_cluster.py), one for all xdist workers of the run.
+    GPURT_DEV_CLUSTER=DIR uses a cluster that `tools/dev-cluster up DIR` started instead (left running)."""
+    from tests.lib import real_cluster
+    existing = os.environ.get("GPURT_DEV_CLUSTER")
+    if existing:
+        cluster = real_cluster.Cluster(existing)
+        if not cluster.running():
+            pytest.fail("GPURT_DEV_CLUSTER=%s: no cluster runs there (tools/dev-cluster up %s)" % (existing, existing))
+        yield cluster
+        return
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent  # shared by the workers of this run
+    with real_cluster.shared(str(root / "real-cluster")) as cluster:
+        yield cluster
+
+
+@pytest.fixture(scope="module")
+def private_cluster(tmp_path_factory):
+    """A real control plane for one test module alone: for tests that judge every RuntimeClass and
+    Node of the cluster, which the shared one (real_cluster) cannot promise."""
+    from tests.lib import real_cluster
+    cluster = real_cluster.Cluster(tmp_path_factory.mktemp("private-cluster"))
+    cluster.up()
+    try:
+        yield cluster
+    finally:
+        cluster.down()

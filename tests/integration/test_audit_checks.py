@@ -164,8 +164,10 @@ def setup_dead_glob(n):
 def setup_orphan(n, version=3):
     setup_plain_v3(n, version=version, imports=[DROPINS])
     n.write("etc/containerd/conf.d/10-runc.toml", "version = %d\n" % version + runtime(V3, "runc"))
-    # the .conf vs .toml incident: a duplicate of nvidia that imports never read
+    # the .conf vs .toml incident: a duplicate of nvidia that imports never read (the loaded config carries
+    # it: no orphan), and a runtime that only a .conf file declares (an orphan)
     n.write("etc/containerd/conf.d/20-nvidia.conf", "version = %d\n" % version + runtime(V3, "nvidia", NV))
+    n.write("etc/containerd/conf.d/30-nvidia-cdi.conf", "version = %d\n" % version + runtime(V3, "nvidia-cdi-conf", NV))
     # nvidia-ctk wrote into config.d while imports read conf.d (NVIDIA/nvidia-container-toolkit#1404)
     n.write("etc/containerd/config.d/99-nvidia.toml", "version = %d\n" % version + runtime(V3, "nvidia-experimental", NV))
 
@@ -376,6 +378,11 @@ NODES = {
     "nvidia-cdi-self": ("1.7", setup_nvidia_cdi_self, {"gpurt_node_labels": CDI_LABEL}),
 }
 GROUPS = {"gpu_pool": ["pool-a", "pool-b"]}
+# The releases whose `config default` writes version 3: the "2.1" nodes run on each.
+V3_RELEASES = ("2.1", "2.2")
+# Measured: 2.2 dumps its default import ahead of a file's own imports (whether it loads it:
+# test_audit_checks_23.test_23_dump_imports_are_no_evidence_of_what_was_imported); 2.1 has no default.
+DEFAULT_IMPORTS = {"2.1": [], "2.2": ["/etc/containerd/conf.d/*.toml"]}
 # healthy real shapes that used to raise false alarms: OK now
 OK_NODES = ["kata-ok", "backups", "garbage-kubelet", "fifo-kubelet", "nvidia-cdi-self"]
 NOT_CHECKED_NODES = ("no-binary",)
@@ -397,7 +404,8 @@ def snapshot(root):
 
 
 class Lab(object):
-    def __init__(self, base, nodes, inventory, manifests):
+    def __init__(self, base, nodes, inventory, manifests, release):
+        self.release = release
         self.base = base
         self.nodes = nodes
         self.inventory = inventory
@@ -416,13 +424,15 @@ class Lab(object):
         return run, report
 
 
-@pytest.fixture(scope="module")
-def lab(tmp_path_factory, containerd):
-    base = tmp_path_factory.mktemp("audit-checks")
+@pytest.fixture(scope="module", params=V3_RELEASES)
+def lab(request, tmp_path_factory, containerd):
+    """The lab, its 2.1 nodes on each release that writes config version 3 (2.1, 2.2)."""
+    release = request.param
+    base = tmp_path_factory.mktemp("audit-checks-%s" % release)
     nodes = {}
     hosts = {}
     for name, (version, setup, extra) in sorted(NODES.items()):
-        node = Node(base / "nodes", name, version)
+        node = Node(base / "nodes", name, release if version == "2.1" else version)
         setup(node)
         nodes[name] = node
         host = node.host_vars(gpurt_cdi_spec_dirs=[node.path("etc/cdi")])
@@ -441,7 +451,7 @@ def lab(tmp_path_factory, containerd):
     (manifests / "kustomization.yaml").write_text("resources: [base]\n")
     inventory = ansible_run.write_inventory(str(base / "hosts.json"), hosts=hosts,
                                             group_vars={"gpurt_node_labels": {}}, groups=GROUPS)
-    return Lab(base, nodes, inventory, str(manifests))
+    return Lab(base, nodes, inventory, str(manifests), release)
 
 
 @pytest.fixture(scope="module")
@@ -577,12 +587,14 @@ def test_dead_imports_glob(lab, report):
     node = lab.nodes["dead-glob"]
     rc, _runtimes, doc, _err = dumped(node)
     pattern = node.path("etc/containerd/conf.d") + "/*.toml"
-    assert rc == 0 and doc["imports"] == [pattern]  # 2.x dumps the pattern, matched or not
+    # 2.x dumps the pattern, matched or not; 2.2 puts its default import before it (DEFAULT_IMPORTS)
+    assert rc == 0 and doc["imports"] == DEFAULT_IMPORTS[lab.release] + [pattern]
     assert os.listdir(node.path("etc/containerd/conf.d")) == []
     assert checks_of(report, "dead-glob") == ["dead_imports_glob"]
     item = only(report, "dead-glob", "dead_imports_glob")
-    assert (item["severity"], item["subject"]) == ("warning", pattern)
-    assert item["evidence"]["resolved"] == pattern
+    # the dir exists and holds no config fragment: a slot waiting for a drop-in, not a warning
+    assert (item["severity"], item["subject"]) == ("info", pattern)
+    assert item["evidence"]["resolved"] == pattern and item["evidence"]["dir_exists"] is True
     assert item["evidence"]["declared_in"] == node.config_path
     assert item["evidence"]["files_in_dir"] == []
 
@@ -593,14 +605,15 @@ def test_orphan_dropins(lab, report):
     assert "nvidia-experimental" not in runtimes and sorted(runtimes) == ["nvidia", "runc"]
     assert checks_of(report, "orphan") == ["orphan_dropin"]
     items = dict((f["subject"], f) for f in findings(report, "orphan"))
-    conf = node.path("etc/containerd/conf.d/20-nvidia.conf")
+    conf = node.path("etc/containerd/conf.d/30-nvidia-cdi.conf")
     ctk = node.path("etc/containerd/config.d/99-nvidia.toml")
+    # 20-nvidia.conf says what the loaded config carries already: no orphan
     assert sorted(items) == sorted([conf, ctk])
-    # the .conf file declares nvidia, which is loaded anyway: a warning
-    assert items[conf]["severity"] == "warning"
-    assert items[conf]["evidence"]["declares_runtimes"] == ["nvidia"]
-    assert items[conf]["evidence"]["not_loaded"] == []
+    assert items[conf]["severity"] == "error"
+    assert items[conf]["evidence"]["declares_runtimes"] == ["nvidia-cdi-conf"]
+    assert items[conf]["evidence"]["not_loaded"] == ["nvidia-cdi-conf"]
     assert items[conf]["evidence"]["imports"] == [node.path("etc/containerd/conf.d") + "/*.toml"]
+    assert items[conf]["evidence"]["glob"] == node.path("etc/containerd/conf.d") + "/*.conf"
     # the config.d file declares a runtime nothing else loads: an error
     assert items[ctk]["severity"] == "error"
     assert items[ctk]["evidence"]["not_loaded"] == ["nvidia-experimental"]
@@ -762,7 +775,7 @@ def test_commented_out_import_premise(lab, report):
     node = lab.nodes["commented-import"]
     rc, runtimes, doc, _err = dumped(node)
     assert rc == 0 and sorted(runtimes) == ["nvidia", "runc"]  # config.d is never loaded
-    assert doc["imports"] == [node.path("etc/containerd/conf.d") + "/*.toml"]
+    assert doc["imports"] == DEFAULT_IMPORTS[lab.release] + [node.path("etc/containerd/conf.d") + "/*.toml"]
     assert report["nodes"]["commented-import"]["status"] == "FINDINGS"
 
 
@@ -988,8 +1001,19 @@ def test_skip_checks_drop_exactly_those_findings(audit, skipped_run):
     assert second["nodes"]["runtime-binary"]["status"] == "OK"
     # at fail_on=warning the warning-only nodes fail too
     assert second["fail_on"] == "warning"
-    assert second["nodes"]["dead-glob"]["failing"] is True
-    assert run.recap["dead-glob"]["failed"] == 1
+    warning_only = []
+    for name in NODES:
+        entry = second["nodes"][name]
+        if entry["status"] == "NOT CHECKED":
+            continue
+        severities = set(f["severity"] for f in entry["findings"])
+        assert entry["failing"] is bool(severities & {"error", "warning"}), name
+        assert run.recap[name]["failed"] == (1 if entry["failing"] else 0), name
+        if severities & {"error", "warning"} == {"warning"}:
+            warning_only.append(name)
+    assert warning_only, "no node with warnings only: fail_on=warning is not exercised"
+    # an empty drop-in directory is a slot (info), which fails at no level but info
+    assert second["nodes"]["dead-glob"]["failing"] is False
     assert second["nodes"]["blast-radius"]["findings"] == []
     assert run.recap["blast-radius"]["failed"] == 0
 

@@ -145,25 +145,37 @@ def test_host_vars_must_be_a_boolean(tmp_path):
     assert result["msg"] == "node-a: host_vars must be a boolean, not 'sometimes'"
 
 
-def test_host_vars_in_the_audit_a_bad_variable_leaves_that_node_not_checked(tmp_path):
-    """The audit's gather reads the host variables: a node whose variable cannot be resolved or has the
-    wrong type is NOT CHECKED with the variable named, the run fails, and the other nodes are judged."""
+def test_host_vars_in_the_audit_a_bad_type_leaves_that_node_not_checked(tmp_path):
+    """The audit's gather reads the host variables: a node whose variable has the wrong type is NOT
+    CHECKED with the variable named, the run fails, and the other nodes are judged."""
     good = node(tmp_path, "a-good", "2.1")
     hosts = {
         "a-good": {"gpurt_containerd_bin": good.binary, "gpurt_containerd_config_path": good.config_path},
-        "b-bad-var": {"gpurt_containerd_bin": "{{ no_such_variable }}/containerd"},
         "c-bad-type": {"gpurt_containerd_bin": good.binary, "gpurt_containerd_timeout": "soon"},
     }
     run, nodes = audit(tmp_path, hosts)
     assert run.rc == 2, run
     assert nodes["a-good"]["status"] in ("OK", "FINDINGS")
-    assert nodes["b-bad-var"]["status"] == "NOT CHECKED"
-    # ansible-core 2.16 says the undefined name twice
-    assert nodes["b-bad-var"]["reason"].startswith(
-        "b-bad-var: cannot resolve the host variable gpurt_containerd_bin: 'no_such_variable' is undefined")
     assert nodes["c-bad-type"]["status"] == "NOT CHECKED"
     assert nodes["c-bad-type"]["reason"].endswith("(host variables: timeout from gpurt_containerd_timeout)")
-    assert run.recap["b-bad-var"]["failed"] == 1 and run.recap["c-bad-type"]["failed"] == 1
+    assert run.recap["c-bad-type"]["failed"] == 1
+
+
+def test_an_unresolvable_host_variable_stops_the_run_at_play_start_naming_the_host(tmp_path):
+    """A gpurt_* variable that cannot be templated is found by the controller check before any node is
+    read: the run is NOT JUDGED and the message names the host and the undefined name."""
+    good = node(tmp_path, "a-good", "2.1")
+    hosts = {
+        "a-good": {"gpurt_containerd_bin": good.binary, "gpurt_containerd_config_path": good.config_path},
+        "b-bad-var": {"gpurt_containerd_bin": "{{ no_such_variable }}/containerd"},
+    }
+    run, nodes = audit(tmp_path, hosts)
+    assert run.rc == 2, run
+    assert nodes == {}
+    assert run.gate_lines()[0].startswith("NOT JUDGED: Check the controller and the run's variables (a-good): host "
+                                          "b-bad-var: a gpurt_* variable cannot be resolved: 'no_such_variable' is "
+                                          "undefined"), run.gate_lines()
+    assert "Gather the loaded containerd config" not in run.out
 
 
 def test_the_judge_templates_each_hosts_variables_in_that_hosts_context(tmp_path):

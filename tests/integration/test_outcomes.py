@@ -9,6 +9,7 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from tests.lib import ansible_run
+from tests.lib.cluster_objects import Api
 from tests.lib.fake_apiserver import FakeApiServer, write_kubeconfig
 from tests.lib.nodes import Node
 
@@ -85,7 +86,6 @@ def test_a_bad_value_fails_before_anything_runs_and_marks_the_stale_report(site)
 
 
 @pytest.mark.parametrize("name, value, message", [
-    ("gpurt_skip_checks", {"a": 1}, "argument 'gpurt_skip_checks' is of type"),
     ("gpurt_pod_requests", "900m", "and we were unable to convert to dict"),
     ("gpurt_allow_no_runtimeclasses", "maybe", "and we were unable to convert to bool"),
 ])
@@ -96,6 +96,17 @@ def test_bad_types_are_clear_errors(site, name, value, message):
     lines = run.gate_lines()
     assert lines[0] == "NOT JUDGED: Validate the run's variables (gpu-1): Validation of arguments failed:", lines
     assert "argument '%s' is of type" % name in lines[1] and message in lines[1] and "Traceback" not in run.text
+
+
+def test_a_mapping_where_a_list_is_read_is_refused_before_the_spec_converts_it(site):
+    # validate_argument_spec would turn {'a': 1} into a list of its keys; the strict check refuses it.
+    run = ansible_run.playbook(playbook("audit"), site["inventory"], {"gpurt_skip_checks": {"a": 1},
+                                                                      "gpurt_runtimeclasses_src": site["manifests"]},
+                               check=True)
+    assert run.rc == 2, run
+    assert run.gate_lines()[0] == ("NOT JUDGED: Check the controller and the run's variables (gpu-1): gpurt_skip_checks "
+                                   "must be a list, got a mapping: {'a': 1} (host gpu-1)"), run.gate_lines()
+    assert "Gather the loaded containerd config" not in run.out and "Traceback" not in run.text
 
 
 def test_an_unknown_variable_is_a_warning_naming_the_closest(site):
@@ -212,6 +223,7 @@ def test_validate_bootstrap_writes_its_report(site, containerd, tmp_path):
 
 
 def test_validate_bootstrap_that_read_no_runtimeclass_fails_unless_allowed(site, containerd, tmp_path):
+    """Stand-in: a cluster with no RuntimeClass at all (the shared real one always has some)."""
     with FakeApiServer(runtimeclasses=[], token=TOKEN) as fake:
         kubeconfig = write_kubeconfig(str(tmp_path / "kubeconfig"), fake.url, token=TOKEN)
         refused = bootstrap(site, containerd, gpurt_kubeconfig=kubeconfig, gpurt_runtimeclasses_src=None)
@@ -249,22 +261,24 @@ def test_cluster_audit_marks_its_stale_report(site):
 
 # --- the audit: the inventory against the cluster's Nodes (issue 9 item 3) ---------------------------
 
-def test_audit_names_hosts_without_a_node_object_and_nodes_no_host_covers(site, tmp_path):
+def test_audit_names_hosts_without_a_node_object_and_nodes_no_host_covers(site, tmp_path, private_cluster):
+    """A real control plane of its own (private_cluster): the coverage counts every Node of the cluster."""
     with open(site["inventory"]) as handle:
         inv = json.load(handle)
     inv["all"]["hosts"]["gpu-2"]["gpurt_node_name"] = "gpu-2.example.internal"
     inv["all"]["hosts"]["gpu-3"] = dict(inv["all"]["hosts"]["gpu-1"])  # in the inventory, outside the --limit
     with open(site["inventory"], "w") as handle:
         json.dump(inv, handle)
-    nodes = [{"metadata": {"name": n, "labels": {"pool": "gpu"}}, "status": {"allocatable": {"cpu": "8"}}}
-             for n in ("gpu-1", "gpu-2", "gpu-3", "cpu-7")]
-    with FakeApiServer(runtimeclasses=[json.loads(json.dumps({"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass",
-                                                              "metadata": {"name": "nvidia"}, "handler": "nvidia"}))],
-                       nodes=nodes, token=TOKEN) as fake:
-        kubeconfig = write_kubeconfig(str(tmp_path / "kubeconfig"), fake.url, token=TOKEN)
-        run = ansible_run.playbook(playbook("audit"), site["inventory"], {"gpurt_kubeconfig": kubeconfig}, check=True,
-                                   args=["--limit", "gpu-1,gpu-2"], extra_env=dict(clean_env(tmp_path),
-                                                                                   ANSIBLE_CALLBACK_RESULT_FORMAT="json"))
+    api = Api(private_cluster.kubeconfig)
+    try:
+        api.runtimeclass("nvidia", "nvidia")
+        for name in ("gpu-1", "gpu-2", "gpu-3", "cpu-7"):
+            api.node(name, labels={"pool": "gpu"}, cpu="8")
+    finally:
+        api.close()
+    run = ansible_run.playbook(playbook("audit"), site["inventory"], {"gpurt_kubeconfig": private_cluster.kubeconfig},
+                               check=True, args=["--limit", "gpu-1,gpu-2"],
+                               extra_env=dict(clean_env(tmp_path), ANSIBLE_CALLBACK_RESULT_FORMAT="json"))
     assert run.rc == 0, run  # warnings, not failures
     doc, root = report(site, "audit")
     assert doc["coverage"]["hosts_without_node"] == {"gpu-2": {"node_name": "gpu-2.example.internal", "closest": "gpu-2"}}

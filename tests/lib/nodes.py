@@ -7,14 +7,8 @@ from tests.lib import containerd_bins
 
 
 def node_binary(version):
-    """The real containerd of that version; a test needing 2.3 skips, saying why, without ../shared."""
-    if version in containerd_bins.SHARED_VERSIONS:
-        path = containerd_bins.shared_binary(version)
-        if path is None:
-            import pytest
-            pytest.skip(containerd_bins.SKIP_SHARED)
-        return path
-    return containerd_bins.ensure_binaries()[version]
+    """The real containerd of that release (1.6 ... 2.4)."""
+    return containerd_bins.binary(version)
 
 
 class Node(object):

@@ -6,11 +6,11 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from ansible_collections.gpurt.runtime_gate.plugins.module_utils import containerd_config as cc
-from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import containerd_shapes as shapes
-from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import findings as checks
-from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import loaded_config
-from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import toml_document
+from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _node_config_text as cc
+from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _config_shapes as shapes
+from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _checks as checks
+from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _parse_gathered as parse_gathered
+from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _toml_codec as toml_codec
 
 DUMPS = os.path.join(os.path.dirname(__file__), "fixtures", "dumps")
 DUMP_NAMES = sorted(n for n in os.listdir(DUMPS) if n.endswith(".toml"))
@@ -25,8 +25,8 @@ NAMES = st.from_regex(r"[a-z][a-z0-9-]{0,20}", fullmatch=True)
 def summarize_or_dump_error(data):
     """The dump path's contract: a summary dict, or DumpError; nothing else may escape."""
     try:
-        summary = loaded_config.summarize_dump(data)
-    except loaded_config.DumpError as exc:
+        summary = parse_gathered.summarize_dump(data)
+    except parse_gathered.DumpError as exc:
         assert str(exc)
         return None
     assert isinstance(summary, dict)
@@ -100,7 +100,7 @@ def test_dump_path_reshaped_real_dumps(name, data):
     for key in path[:-1]:
         target = target[key]
     target[path[-1]] = data.draw(SCALARS, label="value")
-    summarize_or_dump_error(toml_document.dumps(doc))
+    summarize_or_dump_error(toml_codec.dumps(doc))
 
 
 # --- (b) dumps -> loads round-trips; summarize finds exactly the generated runtimes ----------
@@ -149,25 +149,25 @@ def configs(draw):
 @given(configs())
 def test_roundtrip_and_summary(generated):
     doc, expected = generated
-    text = toml_document.dumps(doc)
+    text = toml_codec.dumps(doc)
     assert tomllib.loads(text) == doc
-    summary = shapes.summarize(toml_document.loads(text))
+    summary = shapes.summarize(toml_codec.loads(text))
     assert set(summary["runtime_names"]) == expected
     assert summary["runtime_names"] == sorted(expected)
     assert summary["version"] == doc["version"]
     # the controller's dump path agrees
-    assert loaded_config.summarize_dump(text)["runtime_names"] == sorted(expected)
+    assert parse_gathered.summarize_dump(text)["runtime_names"] == sorted(expected)
 
 
 @FUZZ
 @given(st.dictionaries(KEYS, ANY_VALUES, max_size=5))
 def test_roundtrip_any_table(doc):
-    assert tomllib.loads(toml_document.dumps(doc)) == doc
+    assert tomllib.loads(toml_codec.dumps(doc)) == doc
 
 
 @pytest.mark.parametrize("doc", [{"0\n": 1}, {"plugins": {"x\n": {}}}, {"a\n": [{}]}])
 def test_roundtrip_key_with_trailing_newline(doc):
-    assert tomllib.loads(toml_document.dumps(doc)) == doc
+    assert tomllib.loads(toml_codec.dumps(doc)) == doc
 
 
 # --- (c) missing handlers -------------------------------------------------------------------
@@ -257,7 +257,7 @@ def test_top_level_imports_agree_with_tomllib(text):
 @FUZZ
 @given(st.lists(st.text(PATH_CHARS, max_size=25), max_size=4))
 def test_top_level_imports_of_dumps_output(items):
-    text = toml_document.dumps({"version": 2, "imports": items, "plugins": {"x": {"imports": ["nested"]}}})
+    text = toml_codec.dumps({"version": 2, "imports": items, "plugins": {"x": {"imports": ["nested"]}}})
     assert cc.top_level_imports(text) == items
 
 

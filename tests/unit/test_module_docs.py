@@ -9,8 +9,8 @@ import yaml
 
 from ansible_collections.gpurt.runtime_gate.plugins.action import audit_report
 from ansible_collections.gpurt.runtime_gate.plugins.action import bootstrap_sandbox
-from ansible_collections.gpurt.runtime_gate.plugins.action import containerd_runtime
 from ansible_collections.gpurt.runtime_gate.plugins.action import controller_check
+from ansible_collections.gpurt.runtime_gate.plugins.action import register_runtimes
 from ansible_collections.gpurt.runtime_gate.plugins.action import rollout
 from ansible_collections.gpurt.runtime_gate.plugins.action import runtime_check
 from tests.lib import module_docs
@@ -19,8 +19,8 @@ from tests.lib import module_docs
 ACTION_SPECS = {
     "audit_report": audit_report.ARGUMENT_SPEC,
     "bootstrap_sandbox": bootstrap_sandbox.ARGUMENT_SPEC,
-    "containerd_runtime": containerd_runtime.ARGUMENT_SPEC,
     "controller_check": controller_check.ARGUMENT_SPEC,
+    "register_runtimes": register_runtimes.ARGUMENT_SPEC,
     "rollout": rollout.ARGUMENT_SPEC,
     "runtime_check": runtime_check.ARGUMENT_SPEC,
 }
@@ -35,7 +35,7 @@ def test_every_action_plugin_with_its_own_spec_is_listed(docs):
     actions = sorted(name[:-3] for name in os.listdir(os.path.join(module_docs.MODULES_DIR, "..", "action"))
                      if name.endswith(".py"))
     # These actions pass every option to their real module or validate them with its spec (checked by
-    # validate-modules): containerd_config_info, and the list modules (plugin_utils/listing_action).
+    # validate-modules): containerd_config_info, and the list modules (plugin_utils/_listing_action).
     assert sorted(list(ACTION_SPECS) + ["containerd_config_info", "node_info", "runtimeclass_info"]) == actions
     assert set(actions) <= set(docs)
 
@@ -71,17 +71,17 @@ def test_the_k8s_action_group_is_what_the_modules_document(docs):
     documented = sorted(name for name, doc in docs.items()
                         if "gpurt.runtime_gate.k8s" in ((doc["doc"].get("attributes") or {}).get("action_group") or {})
                         .get("membership", []))
-    assert sorted(group) == documented == ["node_info", "runtimeclass", "runtimeclass_info"]
+    assert sorted(group) == documented == ["admission_policy", "node_info", "node_labels", "runtimeclass", "runtimeclass_info"]
 
 
 def test_host_vars_map_documented_options_to_audit_variables_of_their_type(docs):
-    from ansible_collections.gpurt.runtime_gate.plugins.action import containerd_config_info
-    from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import inputs
+    from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _node_options as node_options
+    from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _playbook_inputs as playbook_inputs
 
     options = docs["containerd_config_info"]["doc"]["options"]
-    variables = inputs.options(inputs.load(), "audit")
+    variables = playbook_inputs.options(playbook_inputs.load(), "audit")
     as_variable = {"str": "str", "path": "str", "int": "int", "list": "list"}
-    for option, variable in containerd_config_info.HOST_VARS:
+    for option, variable in node_options.NODE_OPTIONS:
         assert option in options, option
         assert variable in variables, variable
         assert as_variable[options[option]["type"]] == variables[variable]["type"], (option, variable)

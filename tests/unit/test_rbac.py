@@ -34,9 +34,17 @@ def test_remediate_role_writes_runtimeclasses_only():
     }
 
 
+def test_labeler_role_adds_only_patch_on_nodes():
+    assert rules("runtime-gate-labeler.yaml") == {
+        (("node.k8s.io",), ("runtimeclasses",)): ["get", "list"],
+        (("",), ("nodes",)): ["get", "list", "patch"],
+    }
+
+
 def test_bindings_point_at_the_service_accounts():
     for name, account in (("runtime-gate-audit.yaml", "runtime-gate-audit"),
-                          ("runtime-gate-remediate.yaml", "runtime-gate-remediate")):
+                          ("runtime-gate-remediate.yaml", "runtime-gate-remediate"),
+                          ("runtime-gate-labeler.yaml", "runtime-gate-labeler")):
         items = objects(name)
         binding = [o for o in items if o["kind"] == "ClusterRoleBinding"][0]
         role = [o for o in items if o["kind"] == "ClusterRole"][0]

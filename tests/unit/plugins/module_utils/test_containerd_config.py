@@ -1,8 +1,8 @@
 """containerd_config: what the node reads from a config text without a TOML parser."""
 import os
 
-from ansible_collections.gpurt.runtime_gate.plugins.module_utils import containerd_config as cc
-from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import toml_document
+from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _node_config_text as cc
+from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _toml_codec as toml_codec
 
 DUMPS = os.path.join(os.path.dirname(__file__), "..", "..", "fixtures", "dumps")
 
@@ -48,6 +48,6 @@ class TestHostSideTextReaders(object):
             if not name.endswith(".toml"):
                 continue
             text = dump_text(name)
-            doc = toml_document.loads(text)
+            doc = toml_codec.loads(text)
             assert cc.top_level_imports(text) == doc.get("imports", []), name
             assert cc.top_level_version(text) == doc.get("version"), name

@@ -6,9 +6,9 @@ import tempfile
 
 import pytest
 
-from ansible_collections.gpurt.runtime_gate.plugins.module_utils import containerd_config as cc
-from ansible_collections.gpurt.runtime_gate.plugins.module_utils import containerd_files as cf
-from ansible_collections.gpurt.runtime_gate.plugins.module_utils import host_paths
+from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _node_config_text as cc
+from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _node_remediation as cf
+from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _host_paths as host_paths
 
 
 @pytest.mark.parametrize("text, expected", [
@@ -175,10 +175,10 @@ def test_the_gather_after_a_write_runs_no_containerd_command_again(tmp_path):
 
 def test_every_step_returns_only_keys_its_return_documents(tmp_path):
     import yaml
-    from ansible_collections.gpurt.runtime_gate.plugins.modules import containerd_config_files
+    from ansible_collections.gpurt.runtime_gate.plugins.modules import register_runtimes_node
     from tests.lib import module_docs
     from tests.lib.fake_containerd import FakeContainerd
-    documented = yaml.safe_load(containerd_config_files.RETURN)
+    documented = yaml.safe_load(register_runtimes_node.RETURN)
     (tmp_path / "etc/conf.d").mkdir(parents=True)
     main = tmp_path / "etc/config.toml"
     main.write_text("version = 3\n")

@@ -8,7 +8,9 @@ import resource
 
 import pytest
 
-from ansible_collections.gpurt.runtime_gate.plugins.module_utils import containerd_gather as gather
+from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _node_commands as node_commands
+from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _node_running_view as running_view
+from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _node_gather as gather
 from tests.lib.fake_containerd import V16, V21, FakeContainerd
 
 GOROUTINE_DUMP = (
@@ -32,7 +34,7 @@ GOROUTINE_DUMP = (
     ("", ""),
 ])
 def test_cause_line(stderr, cause):
-    assert gather.cause_line(stderr) == cause
+    assert node_commands.cause_line(stderr) == cause
 
 
 def test_refusal_keeps_the_cause_and_a_bounded_tail():
@@ -81,13 +83,13 @@ def test_runtime_path_facts_skip_runc_and_read_every_path_key(tmp_path, monkeypa
     (None, None),
 ])
 def test_grpc_address(text, address):
-    assert gather.grpc_address(text) == address
+    assert running_view.grpc_address(text) == address
 
 
 def test_endpoint_of():
-    assert gather.endpoint_of("/run/x.sock") == "unix:///run/x.sock"
-    assert gather.endpoint_of("unix:///run/x.sock") == "unix:///run/x.sock"
-    assert gather.endpoint_of(None) == "unix:///run/containerd/containerd.sock"
+    assert running_view.endpoint_of("/run/x.sock") == "unix:///run/x.sock"
+    assert running_view.endpoint_of("unix:///run/x.sock") == "unix:///run/x.sock"
+    assert running_view.endpoint_of(None) == "unix:///run/containerd/containerd.sock"
 
 
 @pytest.mark.parametrize("argv, config", [
@@ -101,12 +103,12 @@ def test_endpoint_of():
     ([], None),
 ])
 def test_daemon_config(argv, config):
-    assert gather.daemon_config(argv) == config
+    assert running_view.daemon_config(argv) == config
 
 
 def test_process_start_time_of_this_process():
     import time
-    started = gather.process_start_time(os.getpid())
+    started = running_view.process_start_time(os.getpid())
     assert time.time() - 3600 * 24 < started <= time.time() + 1
 
 
@@ -115,7 +117,7 @@ def test_crictl_view_of_1_6_and_2_x_shapes():
     v16 = {"config": {"containerd": {"defaultRuntimeName": "runc", "runtimes": {
         "runc": {"runtimeType": "io.containerd.runc.v2", "options": None},
         "nvidia": {"runtimeType": "io.containerd.runc.v2", "options": {"BinaryName": "/usr/bin/nvidia-container-runtime"}}}}}}
-    view = gather._crictl_view(v16)
+    view = running_view._crictl_view(v16)
     assert view == {"runtimes": ["nvidia", "runc"], "default_runtime_name": "runc", "enable_cdi": None,
                     "cdi_spec_dirs": None,
                     "runtime_details": {"runc": {"runtime_type": "io.containerd.runc.v2", "binary_name": ""},
@@ -123,21 +125,21 @@ def test_crictl_view_of_1_6_and_2_x_shapes():
                                                    "binary_name": "/usr/bin/nvidia-container-runtime"}}}
     v21 = json.loads(json.dumps(v16))
     v21["config"].update(enableCDI=True, cdiSpecDirs=["/etc/cdi", "/var/run/cdi"])
-    view = gather._crictl_view(v21)
+    view = running_view._crictl_view(v21)
     assert (view["enable_cdi"], view["cdi_spec_dirs"]) == (True, ["/etc/cdi", "/var/run/cdi"])
     with pytest.raises(ValueError, match="no 'config' object"):
-        gather._crictl_view({"status": {}})
+        running_view._crictl_view({"status": {}})
 
 
 def test_crictl_missing_is_a_reason_not_an_error(tmp_path):
-    view, why = gather.crictl_info(str(tmp_path / "crictl"), "unix:///nope.sock", 5)
+    view, why = running_view.crictl_info(str(tmp_path / "crictl"), "unix:///nope.sock", 5)
     assert view is None and why == "crictl not found (crictl_bin=%s)" % (tmp_path / "crictl")
 
 
 def test_running_view_without_crictl_or_daemon(tmp_path):
     config = tmp_path / "config.toml"
     config.write_text("version = 3\n")
-    view = gather.running_view({"crictl_bin": str(tmp_path / "crictl")}, str(config), "version = 3\n", "", [str(config)], 5)
+    view = running_view.running_view({"crictl_bin": str(tmp_path / "crictl")}, str(config), "version = 3\n", "", [str(config)], 5)
     assert view["source"] == "none" and view["runtimes"] is None
     assert view["config_newest_mtime"] == os.stat(str(config)).st_mtime
     assert view["error"] == "crictl not found (crictl_bin=%s); no running containerd daemon uses %s" % (
@@ -261,7 +263,7 @@ def test_the_memory_limit_is_only_the_dumps(tmp_path):
     before = resource.getrlimit(resource.RLIMIT_DATA)
     assert gather.gather(params(tmp_path, fake.path, max_memory_mb=128))["dump"].startswith("# data limit 131072\n")
     assert resource.getrlimit(resource.RLIMIT_DATA) == before
-    after = gather.finish(gather.start(["/bin/sh", "-c", "ulimit -d"]), ["sh"], 10)[1]
+    after = node_commands.finish(node_commands.start(["/bin/sh", "-c", "ulimit -d"]), ["sh"], 10)[1]
     assert after != "131072\n"
 
 
@@ -272,10 +274,10 @@ def test_the_memory_limit_is_only_the_dumps(tmp_path):
 def test_a_process_that_cannot_start_for_memory_fails_clearly(monkeypatch, max_memory, message):
     def no_memory(*args, **kwargs):
         raise MemoryError()
-    monkeypatch.setattr(gather.subprocess, "Popen", no_memory)
+    monkeypatch.setattr(node_commands.subprocess, "Popen", no_memory)
     before = resource.getrlimit(resource.RLIMIT_DATA)
     with pytest.raises(gather.GatherError, match=re.escape(message)):
-        gather.start(["/x/containerd", "config", "dump"], max_memory)
+        node_commands.start(["/x/containerd", "config", "dump"], max_memory)
     assert resource.getrlimit(resource.RLIMIT_DATA) == before
 
 
@@ -386,7 +388,7 @@ def test_what_was_already_run_is_not_run_again(tmp_path):
 def test_a_gather_result_has_only_keys_its_return_documents(tmp_path):
     """Every key the node returns, after the action plugin parsed it, is in containerd_config_info's RETURN."""
     from ansible_collections.gpurt.runtime_gate.plugins.modules import containerd_config_info
-    from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import loaded_config
+    from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _parse_gathered as parse_gathered
     from tests.lib import module_docs
     import yaml
     etc = tmp_path / "etc/containerd"
@@ -397,6 +399,6 @@ def test_a_gather_result_has_only_keys_its_return_documents(tmp_path):
                                          '  runtime_type = "io.containerd.kata.v2"\n')
     result = gather.gather(params(tmp_path, fake.path, gather_running=True))
     documented = yaml.safe_load(containerd_config_info.RETURN)
-    assert module_docs.undocumented_keys(loaded_config.parse_gathered(dict(result)), documented) == []
-    kept = loaded_config.drop_texts(loaded_config.parse_gathered(result))
+    assert module_docs.undocumented_keys(parse_gathered.parse_gathered(dict(result)), documented) == []
+    kept = parse_gathered.drop_texts(parse_gathered.parse_gathered(result))
     assert "dump" not in kept and all("content" not in f and "parsed" in f for f in kept["files"])

@@ -3,7 +3,7 @@ import os
 
 import pytest
 
-from ansible_collections.gpurt.runtime_gate.plugins.module_utils import host_paths
+from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _host_paths as host_paths
 
 
 def touch(path, text=""):
@@ -123,18 +123,18 @@ class TestFiles(object):
         fifo = str(tmp_path / "config.yaml")
         os.mkfifo(fifo)
         assert host_paths.read_text(fifo, 100, timeout=5) == (
-            None, "not read: %s is a FIFO, not a regular file" % fifo)
+            None, "%s is a FIFO, not a regular file" % fifo)
 
     def test_dev_zero_is_refused_not_read(self, tmp_path):
         # /dev/zero reports size 0 and never ends: it used to raise MemoryError
         assert host_paths.read_bytes("/dev/zero", 100) == (
-            None, "not read: /dev/zero is a character device, not a regular file")
+            None, "/dev/zero is a character device, not a regular file")
         link = str(tmp_path / "config.yaml")
         os.symlink("/dev/zero", link)
-        assert host_paths.read_text(link, 100)[1] == "not read: %s is a character device, not a regular file" % link
+        assert host_paths.read_text(link, 100)[1] == "%s is a character device, not a regular file" % link
 
     def test_directory_and_missing(self, tmp_path):
-        assert host_paths.read_bytes(str(tmp_path), 100)[1] == "not read: %s is a directory, not a regular file" % tmp_path
+        assert host_paths.read_bytes(str(tmp_path), 100)[1] == "%s is a directory, not a regular file" % tmp_path
         assert host_paths.read_bytes(str(tmp_path / "nope"), 100)[1] == "cannot read: No such file or directory"
 
     def test_read_is_bounded_even_when_the_size_lies(self, tmp_path, monkeypatch):
@@ -151,7 +151,7 @@ class TestFiles(object):
         path = touch(str(tmp_path / "slow.toml"), "x" * 10)
         clock = iter([0.0, 100.0])
         monkeypatch.setattr(host_paths.time, "time", lambda: next(clock))
-        assert host_paths.read_bytes(path, 100, timeout=5) == (None, "not read: reading took longer than 5 s")
+        assert host_paths.read_bytes(path, 100, timeout=5) == (None, "reading took longer than 5 s")
 
     def test_list_files(self, tree):
         assert host_paths.list_files(os.path.join(tree, "other")) == [

@@ -4,8 +4,8 @@ import time
 
 import pytest
 
-from ansible_collections.gpurt.runtime_gate.plugins.module_utils import kube
-from ansible_collections.gpurt.runtime_gate.plugins.module_utils import runtimeclasses
+from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _k8s as kube
+from ansible_collections.gpurt.runtime_gate.plugins.module_utils._k8s import objects as k8s_objects
 from tests.lib.fake_apiserver import FakeApiServer, status_body, write_kubeconfig
 
 TOKEN = "s3cr3t-audit-token-7f9a"
@@ -85,7 +85,7 @@ def test_items_with_missing_fields_are_returned_raw_not_deserialized(fake):
     with lister(fake) as client:
         items = client.list_all("runtimeclasses")
     assert len(items) == 3
-    normalized, errors = runtimeclasses.normalize_objects([(item, "cluster") for item in items], "RuntimeClass")
+    normalized, errors = k8s_objects.normalize_objects([(item, "cluster") for item in items], "RuntimeClass")
     assert [item["name"] for item in normalized] == ["good"]
     assert errors == [
         "RuntimeClass without metadata.name (from cluster) has no metadata.name",

@@ -2,7 +2,7 @@ from fractions import Fraction
 
 import pytest
 
-from ansible_collections.gpurt.runtime_gate.plugins.module_utils import quantity
+from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _quantity as quantity
 
 
 @pytest.mark.parametrize("text, value", [

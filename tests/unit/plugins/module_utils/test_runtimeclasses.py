@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ansible_collections.gpurt.runtime_gate.plugins.module_utils import runtimeclasses as rc
+from ansible_collections.gpurt.runtime_gate.plugins.module_utils._k8s import objects as rc
 
 
 def runtimeclass(name, handler, **extra):
@@ -52,9 +52,10 @@ def test_runtimeclass_without_handler_names_the_object_and_source():
     assert str(err.value) == "RuntimeClass 'nvidia' (from rc.yaml, document 2) has no handler"
 
 
-@pytest.mark.parametrize("handler", ["", None, 5])
-def test_runtimeclass_with_empty_or_non_string_handler_is_invalid(handler):
-    with pytest.raises(ValueError, match="has no handler"):
+@pytest.mark.parametrize("handler,words", [
+    ("", "has no handler"), (None, "has no handler"), (5, "handler must be a string, got an integer: 5")])
+def test_runtimeclass_with_empty_or_non_string_handler_is_invalid(handler, words):
+    with pytest.raises(ValueError, match=words):
         rc.normalize_runtimeclass(runtimeclass("nvidia", handler), "cluster")
 
 
@@ -139,7 +140,7 @@ def test_node_with_only_a_name_gets_empty_defaults():
     assert item == {
         "name": "bare", "labels": {}, "runtime_handlers": None, "runtime_handler_features": None,
         "allocatable": {}, "taints": [], "unschedulable": False, "kubelet_version": None,
-        "container_runtime_version": None, "source": None,
+        "container_runtime_version": None, "labels_checked_at": None, "source": None,
     }
 
 

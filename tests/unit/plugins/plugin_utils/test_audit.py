@@ -2,9 +2,9 @@ import os
 
 import pytest
 
-from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import audit
-from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import findings as checks
-from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import loaded_config
+from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _audit as audit
+from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _checks as checks
+from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _parse_gathered as parse_gathered
 
 DUMPS = os.path.join(os.path.dirname(__file__), "..", "..", "fixtures", "dumps")
 
@@ -38,6 +38,9 @@ class TestNotCheckedReason(object):
         ({"skipped": True}, "gather skipped: condition false"),
         ({"failed": True, "msg": "n1: containerd binary not found: /x"}, "n1: containerd binary not found: /x"),
         ({"failed": True}, "gather failed"),
+        # the audit's gather runs with failed_when: false: the failure's message stays, its flag does not
+        ({"failed": False, "failed_when_result": False, "msg": "n1: containerd binary not found: /x"},
+         "n1: containerd binary not found: /x"),
         ({"changed": False}, "gather result has no parsed config"),
         ({"loaded": "not a dict"}, "gather result has no parsed config"),
     ])
@@ -122,7 +125,7 @@ class TestAuditHost(object):
         with pytest.raises(audit.AuditInputError):
             audit.gathered_from_dump(text)
         assert issubclass(audit.AuditInputError, ValueError)
-        assert not issubclass(audit.AuditInputError, loaded_config.DumpError)
+        assert not issubclass(audit.AuditInputError, parse_gathered.DumpError)
 
 
 class TestNodeFacts(object):
@@ -275,3 +278,11 @@ def test_plain_data_ends_on_a_cycle():
 def test_host_vars_of_an_unknown_host_are_none():
     assert audit.host_vars(FakeHostVars({}), "gone", ("a", "b")) == {"a": None, "b": None}
     assert audit.host_vars({}, "gone", ("a",)) == {"a": None}
+
+
+def test_drift_updates_each_entry_and_never_builds_it_again():
+    entries = [entry("a", ("runc", "nvidia")), entry("b", ("runc",))]
+    entries[1]["node_object"] = True  # a key the audit action adds after judging
+    out = audit.add_drift(entries, {"gpu": ["a", "b"]})
+    assert out[0] is entries[0] and out[1] is entries[1]
+    assert out[1]["node_object"] is True and [f["check"] for f in out[1]["findings"]] == ["node_drift"]

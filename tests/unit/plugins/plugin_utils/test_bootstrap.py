@@ -3,7 +3,7 @@ import os
 
 import pytest
 
-from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import bootstrap
+from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _bootstrap as bootstrap
 
 
 def fake_containerd(directory, version_line, name="containerd"):

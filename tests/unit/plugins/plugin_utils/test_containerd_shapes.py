@@ -3,8 +3,8 @@ import os
 
 import pytest
 
-from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import containerd_shapes as shapes
-from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import loaded_config
+from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _config_shapes as shapes
+from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _parse_gathered as parse_gathered
 
 DUMPS = os.path.join(os.path.dirname(__file__), "..", "..", "fixtures", "dumps")
 
@@ -16,7 +16,7 @@ def dump_text(name):
 
 @pytest.mark.parametrize("name", ["containerd-1.6-v2-nvidia.toml", "containerd-1.7-v2-nvidia.toml"])
 def test_v2_dump_of_1x(name):
-    loaded = loaded_config.summarize_dump(dump_text(name))
+    loaded = parse_gathered.summarize_dump(dump_text(name))
     assert loaded["version"] == 2
     assert loaded["cri_plugins"] == [shapes.CRI_PLUGIN_V2]
     assert loaded["runtime_names"] == ["nvidia", "runc"]
@@ -31,7 +31,7 @@ def test_v2_dump_of_1x(name):
 
 
 def test_v3_dump_of_2x():
-    loaded = loaded_config.summarize_dump(dump_text("containerd-2.1-v3-nvidia.toml"))
+    loaded = parse_gathered.summarize_dump(dump_text("containerd-2.1-v3-nvidia.toml"))
     assert loaded["version"] == 3
     assert loaded["cri_plugins"] == [shapes.CRI_PLUGIN_V3]
     assert loaded["runtime_names"] == ["nvidia", "nvidia-cdi", "runc"]
@@ -46,19 +46,19 @@ def test_v3_dump_of_2x():
 
 
 def test_2x_migrates_a_v2_file():
-    loaded = loaded_config.summarize_dump(dump_text("containerd-2.1-from-v2-nvidia.toml"))
+    loaded = parse_gathered.summarize_dump(dump_text("containerd-2.1-from-v2-nvidia.toml"))
     assert loaded["version"] == 3
     assert loaded["runtime_names"] == ["nvidia", "runc"]
     assert loaded["runtimes"]["runc"]["systemd_cgroup"] is True
 
 
 def test_v3_with_old_plugin_name_loses_the_runtime():
-    loaded = loaded_config.summarize_dump(dump_text("containerd-2.1-v3-oldname.toml"))
+    loaded = parse_gathered.summarize_dump(dump_text("containerd-2.1-v3-oldname.toml"))
     assert loaded["runtime_names"] == ["runc"]
 
 
 def test_partial_dump_without_cri_plugin():
-    loaded = loaded_config.summarize_dump('version = 2\nroot = "/var/lib/containerd"\n')
+    loaded = parse_gathered.summarize_dump('version = 2\nroot = "/var/lib/containerd"\n')
     assert loaded["runtime_names"] == []
     assert loaded["default_runtime_name"] == ""
     assert loaded["cri_plugins"] == []
@@ -66,7 +66,7 @@ def test_partial_dump_without_cri_plugin():
 
 def test_partial_dump_with_runtime_only():
     text = '[plugins."io.containerd.cri.v1.runtime".containerd.runtimes.nvidia]\n'
-    loaded = loaded_config.summarize_dump("version = 3\n" + text)
+    loaded = parse_gathered.summarize_dump("version = 3\n" + text)
     assert loaded["runtime_names"] == ["nvidia"]
     assert loaded["runtimes"]["nvidia"]["runtime_type"] == ""
     assert loaded["runtimes"]["nvidia"]["systemd_cgroup"] is None
@@ -92,16 +92,16 @@ def test_v3_name_wins_over_v2_name_for_the_same_runtime():
     (b"version = 2\nroot = '\xff\xfe'\n", "not UTF-8"),
 ])
 def test_bad_dumps_raise_dump_error(text, message):
-    with pytest.raises(loaded_config.DumpError) as excinfo:
-        loaded_config.summarize_dump(text)
+    with pytest.raises(parse_gathered.DumpError) as excinfo:
+        parse_gathered.summarize_dump(text)
     assert message in str(excinfo.value)
 
 
 def test_truncated_dump_is_an_error():
     text = dump_text("containerd-2.1-v3-nvidia.toml")
     cut = text.index("runtimes.nvidia]") + 5
-    with pytest.raises(loaded_config.DumpError):
-        loaded_config.summarize_dump(text[:cut])
+    with pytest.raises(parse_gathered.DumpError):
+        parse_gathered.summarize_dump(text[:cut])
 
 
 @pytest.mark.parametrize("major, version, plugin, ignored", [

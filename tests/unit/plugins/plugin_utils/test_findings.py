@@ -2,9 +2,9 @@ import random
 
 import pytest
 
-from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import containerd_shapes as shapes
-from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import findings as checks
-from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import loaded_config
+from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _config_shapes as shapes
+from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _checks as checks
+from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _parse_gathered as parse_gathered
 
 V1, V2, V3 = shapes.CRI_PLUGIN_V1, shapes.CRI_PLUGIN_V2, shapes.CRI_PLUGIN_V3
 
@@ -26,9 +26,11 @@ def loaded(names=("runc", "nvidia"), default="runc", enable_cdi=True, runtimes=N
             "enable_cdi": enable_cdi, "cdi_spec_dirs": ["/etc/cdi"]}
 
 
-def file_entry(path, role, text):
+def file_entry(path, role, text, loaded_doc=None):
+    """A gathered file, parsed; loaded_doc (the dump as a dict) lets a file nothing imports be
+    compared with what containerd loaded."""
     entry = {"path": path, "role": role, "content": text, "error": None}
-    entry["parsed"] = loaded_config.summarize_file(entry)
+    entry["parsed"] = parse_gathered.summarize_file(entry, loaded_doc)
     return entry
 
 
@@ -251,25 +253,85 @@ class TestImports(object):
         out = dict((f["subject"], f) for f in run("orphan_dropin", ctx(gathered_imports())))
         assert sorted(out) == ["/etc/containerd/conf.d/99-nvidia.conf", "/etc/containerd/config.d/99-nvidia.toml"]
         conf = out["/etc/containerd/conf.d/99-nvidia.conf"]
-        # declares a runtime nothing loads: an error
         assert conf["severity"] == "error"
         assert conf["evidence"]["declares_runtimes"] == ["nvidia-cdi"]
         assert conf["evidence"]["not_loaded"] == ["nvidia-cdi"]
-        assert "rename it to match /etc/containerd/conf.d/*.toml" == conf["fix"]
+        assert conf["evidence"]["glob"] == "/etc/containerd/conf.d/*.conf"
+        assert conf["fix"] == "rename it to match /etc/containerd/conf.d/*.toml, or add '/etc/containerd/conf.d/*.conf' to imports"
+        assert "the glob '/etc/containerd/conf.d/*.conf' would load it" in conf["message"]
+        # no loaded config to compare with (refused): a fragment nothing loads is an orphan
         ctk = out["/etc/containerd/config.d/99-nvidia.toml"]
-        # declares nvidia, which is loaded from elsewhere: a warning
-        assert ctk["severity"] == "warning"
-        assert ctk["evidence"]["not_loaded"] == []
+        assert ctk["severity"] == "error" and ctk["evidence"]["not_loaded"] == []
         assert "imports read other dirs only" in ctk["message"]
         assert "/etc/containerd/config.d/*.toml" in ctk["fix"]
+
+    def test_a_fragment_the_loaded_config_carries_is_no_orphan(self):
+        """Talos merges its .part files into the cri.toml it imports: the loaded config carries them."""
+        nv = 'version = 3\n[plugins."%s".containerd.runtimes.nvidia]\nruntime_type = "io.containerd.runc.v2"\n' % V3
+        loaded_doc = {"version": 3, "plugins": {V3: {"enable_cdi": True, "containerd": {"runtimes": {
+            "nvidia": {"runtime_type": "io.containerd.runc.v2", "options": {"BinaryName": "/usr/bin/nv"}}}}}}}
+        carried = file_entry("/etc/cri/conf.d/10-nvidia.part", "unreferenced", nv, loaded_doc)
+        assert carried["parsed"]["not_carried_count"] == 0
+        other = file_entry("/etc/cri/conf.d/20-x.part", "unreferenced", nv.replace("runc.v2", "kata.v2"), loaded_doc)
+        assert other["parsed"]["not_carried"] == ['plugins."io.containerd.cri.v1.runtime".containerd.runtimes.nvidia'
+                                                  '.runtime_type']
+        gathered = {"loaded": loaded(), "imports": [], "files": [
+            file_entry("/etc/cri/containerd.toml", "main", "version = 3\n"), carried, other]}
+        out = run("orphan_dropin", ctx(gathered))
+        assert ids(out) == [("orphan_dropin", "error", "/etc/cri/conf.d/20-x.part")]
+        assert "does not carry its plugins" in out[0]["message"]
+
+    def test_a_version_2_fragment_is_compared_under_the_plugin_name_2x_loads_it_with(self):
+        loaded_doc = {"plugins": {V3: {"containerd": {"runtimes": {"nvidia": {"runtime_type": "io.containerd.runc.v2"}}}}}}
+        entry = file_entry("/etc/containerd/conf.d/a.conf", "unreferenced",
+                           'version = 2\n[plugins."%s".containerd.runtimes.nvidia]\nruntime_type = '
+                           '"io.containerd.runc.v2"\n' % V2, loaded_doc)
+        assert entry["parsed"]["not_carried_count"] == 0
+
+    def test_a_template_placeholder_carries_what_the_generator_substituted(self):
+        loaded_doc = {"root": "/var/snap/microk8s/common/var/lib/containerd", "plugins": {}}
+        template = file_entry("/args/containerd-template.toml", "unreferenced",
+                              'version = 2\nroot = "${SNAP_COMMON}/var/lib/containerd"\n', loaded_doc)
+        assert template["parsed"]["not_carried_count"] == 0
+        wrong = file_entry("/args/x.toml", "unreferenced", 'version = 2\nroot = "${SNAP_COMMON}/other"\n', loaded_doc)
+        assert wrong["parsed"]["not_carried"] == ["root"]
+
+    def test_a_file_that_is_no_fragment_is_no_orphan(self):
+        loaded_doc = {"plugins": {}}
+        hosts = file_entry("/etc/containerd/certs.d/docker.io/hosts.toml", "unreferenced",
+                           'server = "https://registry-1.docker.io"\n[host."https://mirror"]\ncapabilities = ["pull"]\n',
+                           loaded_doc)
+        assert hosts["parsed"]["fragment"] is False
+        gathered = {"loaded": loaded(), "imports": [], "files": [file_entry("/etc/containerd/config.toml", "main", ""), hosts]}
+        assert run("orphan_dropin", ctx(gathered)) == []
 
     def test_orphan_when_config_has_no_imports(self):
         gathered = {"loaded": loaded(), "imports": [], "files": [
             file_entry("/etc/containerd/config.toml", "main", "version = 3\n"),
-            file_entry("/etc/containerd/conf.d/a.toml", "unreferenced", "version = 3\n")]}
+            file_entry("/etc/containerd/conf.d/a.toml", "unreferenced", "version = 3\n" + runtime_toml(V3, "gone"),
+                       {"plugins": {}})]}
         out = run("orphan_dropin", ctx(gathered))
-        assert ids(out) == [("orphan_dropin", "warning", "/etc/containerd/conf.d/a.toml")]
+        assert ids(out) == [("orphan_dropin", "error", "/etc/containerd/conf.d/a.toml")]
         assert "the config has no imports" in out[0]["message"]
+        assert out[0]["evidence"]["glob"] == "/etc/containerd/conf.d/*.toml"
+
+    def test_dead_glob_in_an_empty_existing_dir_is_a_slot(self):
+        gathered = gathered_imports()
+        gathered["files"] = gathered["files"][:2]
+        gathered["imports"][0].update(dir="/etc/containerd/conf.d", dir_exists=True)
+        out = run("dead_imports_glob", ctx(gathered))
+        assert ids(out) == [("dead_imports_glob", "info", "/etc/containerd/conf.d/*.toml")]
+        assert "a slot waiting for a drop-in" in out[0]["message"]
+        gathered["imports"][0]["dir_exists"] = False
+        out = run("dead_imports_glob", ctx(gathered))
+        assert ids(out) == [("dead_imports_glob", "warning", "/etc/containerd/conf.d/*.toml")]
+        assert "/etc/containerd/conf.d does not exist" in out[0]["message"]
+
+    def test_dead_glob_beside_a_fragment_stays_a_warning(self):
+        gathered = gathered_imports()
+        gathered["imports"][0].update(dir="/etc/containerd/conf.d", dir_exists=True)
+        out = run("dead_imports_glob", ctx(gathered))
+        assert ids(out) == [("dead_imports_glob", "warning", "/etc/containerd/conf.d/*.toml")]
 
     @pytest.mark.parametrize("name", ["99-nvidia.toml.12345.2025-01-01@10:00:00~", "99-nvidia.toml.bak",
                                       "config.toml.dpkg-old", "99-nvidia.toml.dpkg-dist", "x.toml~", "x.toml.rpmsave"])
@@ -492,7 +554,7 @@ class TestFileSections(object):
     def test_unread_file_is_config_unreadable(self):
         g = sections_gathered(2, [("/c.toml", "main", "version = 3\n")], ("runc",))
         g["files"].append({"path": "/big.toml", "role": "imported", "content": None, "error": "file is 2 bytes",
-                           "parsed": loaded_config.summarize_file(
+                           "parsed": parse_gathered.summarize_file(
                                {"path": "/big.toml", "role": "imported", "content": None, "error": "file is 2 bytes"})})
         assert ids(run("config_unreadable", ctx(g))) == [("config_unreadable", "error", "/big.toml")]
 
@@ -673,9 +735,12 @@ class TestCgroupDriver(object):
         assert ids(out) == [("cgroup_driver", "error", "nvidia")]
 
     def test_unread_kubelet_config_skips_the_check(self):
-        g = self.gathered(None, False, error="not read: /k is a FIFO, not a regular file")
+        g = self.gathered(None, False, error="/var/lib/kubelet/config.yaml is a FIFO, not a regular file")
         out, skipped = self.cgroup(g)
-        assert out == [] and "is a FIFO, not a regular file" in skipped
+        # the cause is said once, its path once (it read "was not read: not read: ..." before)
+        assert out == [] and skipped == "kubelet config not read: /var/lib/kubelet/config.yaml is a FIFO, not a regular file"
+        g = self.gathered(None, False, error="cannot read: Permission denied")
+        assert self.cgroup(g)[1] == "kubelet config not read: /var/lib/kubelet/config.yaml: cannot read: Permission denied"
 
     def test_empty_kubelet_config_is_the_kubelet_default(self):
         out, _skipped = self.cgroup(self.gathered("", False, runc_systemd=True))
@@ -857,9 +922,43 @@ class TestDrift(object):
         assert checks.check_drift({"g": ["a", "b"]}, {"a": ["runc", "nvidia"], "b": ["nvidia", "runc"]}) == []
         assert checks.check_drift({"g": ["a", "b"]}, {"a": ["runc", "nvidia"]}) == []  # b not checked
 
+    def test_a_typo_is_reported_on_the_node_that_loads_it_not_spread_to_the_others(self):
+        out = checks.check_drift({"gpu": ["a", "b", "c"]},
+                                 {"a": ["runc", "nvida"], "b": ["runc", "nvidia"], "c": ["runc", "nvidia"]})
+        assert [f["node"] for f in out] == ["a"], out
+        assert out[0]["evidence"]["likely_typos"] == {"nvida": "nvidia"}
+        assert out[0]["evidence"]["lacks"] == ["nvidia"]
+        assert "likely a typo of nvidia (loaded by b, c)" in out[0]["message"]
+        assert "rename 'nvida' to 'nvidia'" in out[0]["fix"]
+
+    def test_the_typo_is_the_non_runtime_name_even_in_the_majority(self):
+        out = checks.check_drift({"g": ["a", "b", "c"]}, {"a": ["nvidia"], "b": ["nvida"], "c": ["nvida"]})
+        assert sorted(f["node"] for f in out) == ["b", "c"]
+        assert all(f["evidence"]["likely_typos"] == {"nvida": "nvidia"} for f in out)
+
+    def test_two_real_runtimes_are_never_a_typo(self):
+        out = checks.check_drift({"g": ["a", "b"]}, {"a": ["nvidia", "nvidia-cdi"], "b": ["nvidia"]})
+        assert [(f["node"], f["evidence"]["lacks"], f["evidence"]["likely_typos"]) for f in out] == [
+            ("b", ["nvidia-cdi"], {})]
+
     def test_groups_are_judged_separately(self):
         out = checks.check_drift({"g1": ["a"], "g2": ["b", "c"]}, {"a": ["nvidia"], "b": ["runc"], "c": ["runc"]})
         assert out == []
+
+
+def test_missing_handler_lists_the_loaded_runtimes_and_a_typo_in_either_direction():
+    # the class misspells: the loaded name is suggested
+    out = missing(["runc", "nvidia"], [rc("gpu", "nvida")])
+    assert "did you mean 'nvidia'?" in out[0]["message"] and "loaded runtimes: nvidia, runc" in out[0]["message"]
+    # the node misspells: the class asks for the real name, the node loads a close name that is no runtime's
+    out = missing(["runc", "nvida"], [rc("gpu", "nvidia")])
+    assert "loaded runtimes: nvida, runc" in out[0]["message"]
+    assert "the node loads 'nvida', likely a misspelt 'nvidia'" in out[0]["message"]
+    assert out[0]["fix"].startswith("rename runtime 'nvida' to 'nvidia'")
+    assert out[0]["evidence"]["misspelt_runtime"] == "nvida"
+    # two real runtimes: no hint either way
+    out = missing(["runc", "nvidia"], [rc("cdi", "nvidia-cdi")])
+    assert "likely" not in out[0]["message"] and "did you mean" not in out[0]["message"]
 
 
 # --- cluster-only mode ----------------------------------------------------------------------
@@ -921,9 +1020,9 @@ class TestCheckNode(object):
         # nvidia is the default, so its cgroup mismatch is reachable
         out, ran, skipped = checks.check_node("n1", full_gathered(), [rc("nvidia-typo")], {})
         assert [f["check"] for f in out] == [
-            "cgroup_driver", "missing_handler", "orphan_dropin", "runtime_binary",
-            "dead_imports_glob", "default_runtime_blast_radius", "orphan_dropin"]
-        assert [f["severity"] for f in out] == ["error"] * 4 + ["warning"] * 3
+            "cgroup_driver", "missing_handler", "orphan_dropin", "orphan_dropin", "runtime_binary",
+            "dead_imports_glob", "default_runtime_blast_radius"]
+        assert [f["severity"] for f in out] == ["error"] * 5 + ["warning"] * 2
         # what could not run says why; nothing is both run and skipped
         assert skipped == {
             "restart_pending": "the running view was not gathered (a bare dump, or gather_running=false)",
@@ -954,7 +1053,7 @@ class TestCheckNode(object):
     def test_a_check_that_breaks_its_declaration_is_a_defect(self, monkeypatch):
         bad = checks.Check("x_check", ("warning",), "warning", "c", (), lambda ctx: [
             checks.finding("n1", "x_check", "error", "s", "m", "f")])
-        monkeypatch.setattr(checks, "REGISTRY", (bad,))
+        monkeypatch.setattr(checks.registry, "REGISTRY", (bad,))
         with pytest.raises(AssertionError, match="x_check produced a error finding"):
             checks.run_checks(ctx())
 
@@ -996,17 +1095,6 @@ def test_every_check_is_declared_once_with_its_needs():
         assert set(check.severities) <= set(checks.SEVERITIES), check.id
         assert (check.run is None) == (check.modes == ("group",)), check.id
     assert sorted(checks.CHECKS) == sorted(checks.BY_ID)
-
-
-def test_readme_check_table_is_the_registry():
-    import os
-    readme = os.path.join(os.path.dirname(checks.__file__), "..", "..", "README.md")
-    with open(readme) as handle:
-        text = handle.read()
-    start, end = "<!-- checks:start -->\n", "\n<!-- checks:end -->"
-    assert start in text and end in text, "README.md lacks the generated check table markers"
-    assert text[text.index(start) + len(start):text.index(end)] == checks.readme_table(), (
-        "README.md's check table is stale: run python3 tools/readme_checks.py")
 
 
 @pytest.mark.parametrize("text, shown", [

@@ -7,30 +7,31 @@ import yaml
 
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
-from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import inputs
+from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _playbook_inputs as playbook_inputs
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
 PLAYBOOKS = os.path.join(REPO, "playbooks")
-NAMES = ("audit", "cluster_audit", "crosscheck", "remediate", "validate_bootstrap")
+NAMES = ("audit", "cluster_audit", "crosscheck", "prevent", "remediate", "validate_bootstrap")
 
 
 @pytest.fixture(scope="module")
 def doc():
-    return inputs.load()
+    return playbook_inputs.load()
 
 
 def read_playbook(name):
-    """The playbook's text, and that of each vars file it loads."""
+    """The playbook's text, and that of each vars file and task file it loads."""
     with open(os.path.join(PLAYBOOKS, name + ".yml")) as handle:
         text = handle.read()
-    for vars_file in sorted(set(re.findall(r"^\s+- (vars/\S+\.yml)$", text, re.M))):
+    included = re.findall(r"^\s+- (vars/\S+\.yml)$", text, re.M) + re.findall(r"include_tasks: (tasks/\S+\.yml)$", text, re.M)
+    for vars_file in sorted(set(included)):
         with open(os.path.join(PLAYBOOKS, vars_file)) as handle:
             text += handle.read()
     return text
 
 
 def test_every_playbook_has_a_spec_and_nothing_else_does(doc):
-    assert inputs.playbooks(doc) == sorted(NAMES)
+    assert playbook_inputs.playbooks(doc) == sorted(NAMES)
     assert sorted(f[:-4] for f in os.listdir(PLAYBOOKS) if f.endswith(".yml")) == sorted(NAMES)
 
 
@@ -41,8 +42,8 @@ def test_the_spec_lists_every_gpurt_variable_the_playbook_reads(doc, name):
     read = set(re.findall(r"(?<![&*])\b(gpurt_[a-z0-9_]+)\b", text))  # not YAML anchors
     registered = set(re.findall(r"register: (gpurt_[a-z0-9_]+)", text)) | set(
         re.findall(r"^\s+(gpurt_[a-z0-9_]+):\s*>?-?\s*$", text, re.MULTILINE))
-    wanted = read - registered - inputs.INTERNAL - {"gpurt_audit_failing", "gpurt_remediate_failing"}
-    options = set(inputs.options(doc, name))
+    wanted = read - registered - playbook_inputs.INTERNAL - {"gpurt_audit_failing", "gpurt_remediate_failing"}
+    options = set(playbook_inputs.options(doc, name))
     assert wanted - options == set(), "%s.yml reads variables its spec does not list" % name
 
 
@@ -59,7 +60,7 @@ def test_the_playbook_checks_and_validates_its_inputs_first(name):
 
 def test_each_spec_is_valid_for_the_argument_spec_validator(doc):
     for name in NAMES:
-        spec = inputs.validation_spec(doc, name)
+        spec = playbook_inputs.validation_spec(doc, name)
         assert spec and all("description" not in option for option in spec.values())
         result = ArgumentSpecValidator(spec).validate({})
         assert not result.error_messages, (name, result.error_messages)
@@ -67,7 +68,7 @@ def test_each_spec_is_valid_for_the_argument_spec_validator(doc):
 
 def test_every_option_is_described(doc):
     for name in NAMES:
-        for option, spec in inputs.options(doc, name).items():
+        for option, spec in playbook_inputs.options(doc, name).items():
             assert option.startswith("gpurt_"), option
             assert spec.get("description"), (name, option)
 
@@ -79,12 +80,12 @@ def test_every_option_is_described(doc):
     ("gpurt_max_fail_percent", "gpurt_max_fail_percentage"),
 ])
 def test_an_unknown_variable_is_a_warning_naming_the_closest(doc, name, closest):
-    assert inputs.unknown_warnings(doc, [name, "gpurt_kubeconfig", "ansible_host", "kubeconfig_other"]) == [
+    assert playbook_inputs.unknown_warnings(doc, [name, "gpurt_kubeconfig", "ansible_host", "kubeconfig_other"]) == [
         "unknown variable %s: no gpurt.runtime_gate playbook reads it; did you mean %s?" % (name, closest)]
 
 
 def test_an_unknown_variable_with_nothing_close(doc):
-    assert inputs.unknown_warnings(doc, ["gpurt_zzz"]) == [
+    assert playbook_inputs.unknown_warnings(doc, ["gpurt_zzz"]) == [
         "unknown variable gpurt_zzz: no gpurt.runtime_gate playbook reads it"]
 
 
@@ -92,25 +93,25 @@ def test_known_names_of_other_playbooks_and_internal_names_are_no_warning(doc):
     # A shared inventory sets variables of every playbook; chained playbooks leave their results.
     defined = ["gpurt_bootstrap_containerd_bins", "gpurt_manage_runtimeclasses", "gpurt_loaded", "gpurt_report",
                "dump_file", "runtimeclasses"]
-    assert inputs.unknown_warnings(doc, defined) == []
+    assert playbook_inputs.unknown_warnings(doc, defined) == []
 
 
 def test_retired_names_fail_naming_the_new_one(doc):
-    warnings, errors, _spec = inputs.check("crosscheck", ["kubeconfig", "dump_file", "fail_on"], doc)
+    warnings, errors, _spec = playbook_inputs.check("crosscheck", ["kubeconfig", "dump_file", "fail_on"], doc)
     assert errors == ["fail_on is not read any more by crosscheck.yml: set gpurt_fail_on instead",
                       "kubeconfig is not read any more by crosscheck.yml: set gpurt_kubeconfig instead"]
     assert warnings == []
-    _w, errors, _s = inputs.check("validate_bootstrap", ["bootstrap_containerd_major", "runtimeclasses"], doc)
+    _w, errors, _s = playbook_inputs.check("validate_bootstrap", ["bootstrap_containerd_major", "runtimeclasses"], doc)
     assert errors == [
         "bootstrap_containerd_major is not read any more by validate_bootstrap.yml: set "
         "gpurt_bootstrap_containerd_version instead",
         "runtimeclasses is not read any more by validate_bootstrap.yml: set gpurt_runtimeclasses_src instead"]
     # The audit never read those names: a variable called kubeconfig is someone else's.
-    assert inputs.check("audit", ["kubeconfig"], doc)[1] == []
+    assert playbook_inputs.check("audit", ["kubeconfig"], doc)[1] == []
 
 
 def test_the_spec_handed_to_validation_holds_what_the_run_sets(doc):
-    _w, _e, spec = inputs.check("crosscheck", ["dump_file", "gpurt_fail_on", "ansible_host"], doc)
+    _w, _e, spec = playbook_inputs.check("crosscheck", ["dump_file", "gpurt_fail_on", "ansible_host"], doc)
     assert sorted(spec) == ["gpurt_dump_file", "gpurt_fail_on"]
     assert spec["gpurt_dump_file"] == {"type": "path", "aliases": ["dump_file"]}
     result = ArgumentSpecValidator(spec).validate({"dump_file": "/d", "gpurt_fail_on": "bogus"})
@@ -119,7 +120,7 @@ def test_the_spec_handed_to_validation_holds_what_the_run_sets(doc):
 
 def test_secrets_are_no_log(doc):
     for name in NAMES:
-        spec = inputs.validation_spec(doc, name)
+        spec = playbook_inputs.validation_spec(doc, name)
         if "gpurt_k8s_api_key" in spec:
             assert spec["gpurt_k8s_api_key"]["no_log"] is True
 
@@ -127,13 +128,13 @@ def test_secrets_are_no_log(doc):
 def test_a_broken_spec_file_is_a_clear_error(tmp_path):
     path = tmp_path / "specs.yml"
     path.write_text("argument_specs: [\n")
-    with pytest.raises(inputs.SpecError, match="cannot parse the playbooks' argument specs"):
-        inputs.load(str(path))
+    with pytest.raises(playbook_inputs.SpecError, match="cannot parse the playbooks' argument specs"):
+        playbook_inputs.load(str(path))
     path.write_text(yaml.safe_dump({"other": 1}))
-    with pytest.raises(inputs.SpecError, match="has no argument_specs mapping"):
-        inputs.load(str(path))
-    with pytest.raises(inputs.SpecError, match="no argument spec for playbook 'nope'"):
-        inputs.options(inputs.load(), "nope")
+    with pytest.raises(playbook_inputs.SpecError, match="has no argument_specs mapping"):
+        playbook_inputs.load(str(path))
+    with pytest.raises(playbook_inputs.SpecError, match="no argument spec for playbook 'nope'"):
+        playbook_inputs.options(playbook_inputs.load(), "nope")
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -142,7 +143,7 @@ def test_the_spec_lists_nothing_the_playbook_does_not_read(doc, name):
     if name == "remediate":  # the role reads the per-node containerd variables through its defaults
         with open(os.path.join(REPO, "roles", "containerd_runtime", "defaults", "main.yml")) as handle:
             text += handle.read()
-    unread = [option for option in inputs.options(doc, name) if not re.search(r"\b%s\b" % option, text)]
+    unread = [option for option in playbook_inputs.options(doc, name) if not re.search(r"\b%s\b" % option, text)]
     # The modules read these host variables themselves (audit_report, rollout), not the playbook.
     unread = [o for o in unread if o not in ("gpurt_node_name", "gpurt_node_labels", "gpurt_node_allocatable",
                                              "gpurt_kubelet_cgroup_driver") or name in ("crosscheck", "validate_bootstrap")]

@@ -3,7 +3,7 @@ for the very interpreter the controller runs (same file, same directory, so the 
 import os
 import sys
 
-from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils.listing_action import same_interpreter
+from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils._listing_action import same_interpreter
 
 
 def test_the_controllers_own_python_is_the_same_interpreter():

@@ -3,8 +3,8 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import findings as checks
-from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import report
+from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _checks as checks
+from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _report as report
 
 
 def f(node, check, severity, subject="s", message=None):
@@ -255,9 +255,22 @@ class TestPrometheus(object):
         assert got['gpurt_runtime_gate_nodes{status="not_checked"}'] == 1
         assert got["gpurt_runtime_gate_run_passed"] == 0
         assert got['gpurt_runtime_gate_info{version="0.1.0",mode="hosts",fail_on="error"}'] == 1
-        for family in ("node_status", "node_failing", "findings", "check_skipped", "run_passed", "nodes", "info"):
+        for family in ("node_status", "node_failing", "node_info", "findings", "check_skipped", "run_passed", "nodes",
+                       "info"):
             assert "# TYPE gpurt_runtime_gate_%s gauge" % family in text
         assert text.endswith("\n")
+
+    def test_node_info_carries_the_containerd_version(self):
+        gathered = report.node_entry("gpu-1", [], checks_run=["missing_handler"],
+                                     node_info={"containerd_version": "2.1.9"})
+        listed = report.node_entry("gpu-2", [], checks_run=["missing_handler"],
+                                   node_info={"containerd_version": "containerd://1.7.24-k3s1"})
+        down = report.node_entry("gpu-3", not_checked_reason="unreachable")
+        got = self.samples(report.to_prometheus(report.build([gathered, listed, down])))
+        info = dict((k, v) for k, v in got.items() if k.startswith("gpurt_runtime_gate_node_info{"))
+        assert info == {'gpurt_runtime_gate_node_info{node="gpu-1",containerd_version="2.1.9"}': 1,
+                        'gpurt_runtime_gate_node_info{node="gpu-2",containerd_version="1.7.24-k3s1"}': 1,
+                        'gpurt_runtime_gate_node_info{node="gpu-3",containerd_version=""}': 1}
 
     def test_label_values_are_escaped(self):
         e = report.node_entry('we"ird\\node\n', [], checks_run=["missing_handler"],
@@ -286,6 +299,23 @@ class TestSummaryLines(object):
         i = lines.index("warn-node: 1 finding (1 warning)")
         assert lines[i + 1] == "  WARNING dead_imports_glob: dead_imports_glob on warn-node (fix: fix dead_imports_glob)"
         assert len(lines) == 5 + 5
+
+    def test_readable_lines(self):
+        """Issue 26 item 2: per node one line with its MISSING handlers, then its errors and warnings
+        each once with its fix, errors first; info and the skipped checks only with -v."""
+        built = report.build(entries(), fail_on="error")
+        built["nodes"]["err-node"]["checks_skipped"]["drift"] = "one node in its group"
+        lines = report.readable_lines(built)
+        i = lines.index("err-node: 4 findings (2 error, 1 warning, 1 info); MISSING=kata MISSING=nvidia")
+        assert [line.split(":")[0] for line in lines[i + 1:i + 4]] == [
+            "  ERROR missing_handler", "  ERROR missing_handler", "  WARNING default_runtime_blast_radius"]
+        assert lines[i + 1].endswith("(fix: fix missing_handler)") and lines[i + 4] == "ok-node: OK"
+        assert not any(line.startswith(("  INFO", "  skipped")) for line in lines), lines
+        assert "1 info finding(s) and the checks each node skipped not shown: run with -v to see them" in lines
+        verbose = report.readable_lines(built, verbose=True)
+        assert "  INFO cdi_stale_spec: cdi_stale_spec on err-node (fix: fix cdi_stale_spec)" in verbose
+        assert "  skipped drift: one node in its group" in verbose and not any("-v" in line for line in verbose)
+        assert sum(1 for line in verbose if "missing_handler" in line) == 2  # each finding once
 
 
 class TestCoverage(object):

@@ -1,8 +1,8 @@
 """remediate.yml's rollout judged on the controller: outcomes, the stop rule, NOT PROCESSED."""
 import pytest
 
-from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import report
-from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import rollout
+from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _report as report
+from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _rollout as rollout
 
 RC = [{"name": "nvidia", "handler": "nvidia", "node_selector": None}]
 

@@ -1,6 +1,6 @@
 import pytest
 
-from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import runtimeclass_gate as rg
+from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _runtimeclass_gate as rg
 
 GPU = {"nvidia.com/gpu.present": "true"}
 CPU = {"nvidia.com/gpu.present": "false"}

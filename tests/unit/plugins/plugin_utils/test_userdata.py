@@ -4,9 +4,9 @@ import os
 
 import pytest
 
-from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import bootstrap
-from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import toml_document
-from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import userdata
+from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _bootstrap as bootstrap
+from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _toml_codec as toml_codec
+from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _userdata as userdata
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "..", "..", "..", "integration", "fixtures", "bootstrap")
 
@@ -17,10 +17,10 @@ def test_mime_multipart_with_cloud_config_and_shell():
     files = found.files
     assert sorted(files) == ["/etc/containerd/conf.d/99-nvidia.toml", "/etc/containerd/config.toml",
                              "/var/lib/kubelet/config.yaml"]
-    dropin = toml_document.loads(files["/etc/containerd/conf.d/99-nvidia.toml"]["content"])
+    dropin = toml_codec.loads(files["/etc/containerd/conf.d/99-nvidia.toml"]["content"])
     assert list(dropin["plugins"]["io.containerd.cri.v1.runtime"]["containerd"]["runtimes"]) == ["nvidia"]
     assert files["/etc/containerd/conf.d/99-nvidia.toml"]["origin"] == "cloud-config write_files"
-    main = toml_document.loads(files["/etc/containerd/config.toml"]["content"])
+    main = toml_codec.loads(files["/etc/containerd/config.toml"]["content"])
     assert main["imports"] == ["/etc/containerd/conf.d/*.toml"]
     assert "cgroupDriver: systemd" in files["/var/lib/kubelet/config.yaml"]["content"]
     # mkdir -p /etc/containerd/conf.d and systemctl restart containerd change no file's content
@@ -102,7 +102,7 @@ def test_sandbox_rebases_absolute_imports_only(tmp_path):
     ], root)
     assert [w["imports_rebased"] for w in written] == [True, False, False]
     with open(os.path.join(root, "etc/containerd/config.toml")) as handle:
-        doc = toml_document.loads(handle.read())
+        doc = toml_codec.loads(handle.read())
     assert doc["imports"] == [os.path.join(root, "etc/containerd/conf.d/*.toml"), "rel/*.toml"]
     assert doc["version"] == 3
     with pytest.raises(bootstrap.SandboxError):

@@ -1,0 +1,175 @@
+"""The hostile-input suite (issue 25): one case per class, each through the real ansible-playbook
+and the real containerd. Classes: a main config containerd cannot use (false pass). Other classes
+live beside it: tests/integration/test_hostile_secrets.py (no secret on any output),
+tests/unit/test_fuzz.py and test_hostile_types (bad values), test_remediation_hostile.py and
+test_gather_hardening.py (faults while writing and reading)."""
+import json
+import os
+
+import pytest
+
+from tests.lib import ansible_run, containerd_bins
+from tests.lib.nodes import Node
+
+pytestmark = pytest.mark.integration
+
+REPO = ansible_run.REPO
+AUDIT = os.path.join(REPO, "playbooks", "audit.yml")
+RUNTIMECLASS = "apiVersion: node.k8s.io/v1\nkind: RuntimeClass\nmetadata: {name: runc}\nhandler: runc\n"
+CGROUPFS_KUBELET = "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\ncgroupDriver: cgroupfs\n"
+
+
+def make_unusable(path, kind):
+    """The main config at path turned into what containerd cannot read as a file."""
+    if kind == "symlink-loop":
+        os.symlink(path + ".other", path)
+        os.symlink(path, path + ".other")
+    elif kind == "directory":
+        os.mkdir(path)
+    elif kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "dangling-symlink":
+        os.symlink(path + ".nowhere", path)
+    else:
+        raise ValueError(kind)
+
+
+def gather(tmp_path, binary, config_path):
+    playbook = tmp_path / "gather.yml"
+    args = dict(containerd_bin=binary, config_path=config_path, on_refused="report", timeout=20,
+                kubelet_config_path=str(tmp_path / "none.yaml"), gather_running=False)
+    playbook.write_text(
+        "- hosts: all\n  gather_facts: false\n  tasks:\n"
+        "    - gpurt.runtime_gate.containerd_config_info: %s\n"
+        "      register: gathered\n"
+        "    - ansible.builtin.copy: {content: '{{ gathered | to_json }}', dest: '%s', mode: '0644'}\n"
+        % (json.dumps(args), tmp_path / "result.json"))
+    inventory = ansible_run.write_inventory(str(tmp_path / "inv.json"), {"node-x": {}})
+    run = ansible_run.playbook(str(playbook), inventory, timeout=120)
+    assert "Traceback" not in run.text, run
+    assert run.rc == 0, run
+    with open(str(tmp_path / "result.json")) as handle:
+        return json.load(handle)
+
+
+# --- class: a main config containerd cannot use is never "absent" ---------------------------
+
+UNUSABLE_CAUSE = {
+    "symlink-loop": "too many levels of symbolic links",
+    "directory": "is a directory",
+    "fifo": "is a FIFO, not a regular file",
+}
+
+
+@pytest.mark.parametrize("version", containerd_bins.ALL_VERSIONS)
+@pytest.mark.parametrize("kind", sorted(UNUSABLE_CAUSE))
+def test_a_config_containerd_cannot_read_is_refused_with_its_cause(tmp_path, containerd, version, kind):
+    config_path = str(tmp_path / "config.toml")
+    make_unusable(config_path, kind)
+    result = gather(tmp_path, containerd_bins.binary(version), config_path)
+    assert result["config_exists"] is True
+    assert result["refused"], result
+    assert UNUSABLE_CAUSE[kind] in result["refused"]["cause"], result["refused"]
+    if kind != "fifo":  # containerd's own line; a FIFO is never handed to it (it would block)
+        assert result["refused"]["cause"].startswith("containerd: "), result["refused"]
+
+
+@pytest.mark.parametrize("version", ("1.6", "2.1", "2.4"))
+def test_a_dangling_symlink_is_absent_as_containerd_sees_it(tmp_path, containerd, version):
+    config_path = str(tmp_path / "config.toml")
+    make_unusable(config_path, "dangling-symlink")
+    result = gather(tmp_path, containerd_bins.binary(version), config_path)
+    assert result["config_exists"] is False and not result["refused"], result
+
+
+@pytest.mark.parametrize("kind", sorted(UNUSABLE_CAUSE))
+def test_the_audit_fails_a_node_whose_config_containerd_cannot_read(tmp_path, containerd, kind):
+    """Before: 'there is no config.toml: containerd runs on its built-in defaults' (info) and,
+    with a cgroupfs kubelet, exit 0: a false pass on a node whose containerd cannot start."""
+    node = Node(tmp_path / "nodes", "node-x", "2.1")
+    node.write("var/lib/kubelet/config.yaml", CGROUPFS_KUBELET)
+    make_unusable(node.config_path, kind)
+    manifests = tmp_path / "rc"
+    manifests.mkdir()
+    (manifests / "runc.yaml").write_text(RUNTIMECLASS)
+    inventory = ansible_run.write_inventory(str(tmp_path / "hosts.json"), {"node-x": node.host_vars()},
+                                            group_vars={"gpurt_node_labels": {}})
+    report_dir = tmp_path / "report"
+    run = ansible_run.playbook(AUDIT, inventory, {"gpurt_runtimeclasses_src": str(manifests),
+                                                  "gpurt_report_dir": str(report_dir)}, check=True, timeout=300)
+    assert "Traceback" not in run.text, run
+    assert run.rc != 0, run
+    with open(str(report_dir / "audit.json")) as handle:
+        report = json.load(handle)
+    entry = report["nodes"]["node-x"]
+    checks = [f["check"] for f in entry["findings"]]
+    assert "config_refused" in checks, entry
+    assert "config_defaults" not in checks, entry
+    refused = [f for f in entry["findings"] if f["check"] == "config_refused"][0]
+    assert UNUSABLE_CAUSE[kind] in json.dumps(refused), refused
+    assert entry["failing"], entry
+
+
+# --- class: a bad value is named at play start (variable, host, expected and actual type) ----
+
+BAD_HOST_VALUES = [
+    ("gpurt_node_labels", "pool=gpu", "gpurt_node_labels must be a mapping, got a string: 'pool=gpu'"),
+    ("gpurt_node_labels", {"gpu": True}, "gpurt_node_labels['gpu'] must be a string, got a boolean: True"),
+    ("gpurt_node_allocatable", ["8"], "gpurt_node_allocatable must be a mapping, got a list"),
+    ("gpurt_node_name", {"a": 1}, "gpurt_node_name must be a string, got a mapping"),
+    ("gpurt_containerd_config_path", "/etc/containerd/config.toml\n", "gpurt_containerd_config_path holds a control character"),
+    ("gpurt_dropin_dirs", ["/etc/containerd/conf.d", None], "gpurt_dropin_dirs[1] must be a string, got null"),
+    ("gpurt_containerd_bin", "x" * 70000, "gpurt_containerd_bin is 70000 characters long (at most 65536)"),
+]
+
+
+@pytest.mark.parametrize("variable,value,message", BAD_HOST_VALUES, ids=[v[0] + "-" + str(i) for i, v in enumerate(BAD_HOST_VALUES)])
+def test_a_bad_host_variable_stops_the_play_at_start_naming_it(tmp_path, containerd, variable, value, message):
+    """Set on the second node only: validate_argument_spec, run once on the first host, never saw it
+    (and converts 'pool=gpu' to a dict, then the play read the string: "'_AnsibleTaggedStr' object
+    has no attribute 'get'")."""
+    nodes = [Node(tmp_path / "nodes", name, "2.1") for name in ("node-a", "node-b")]
+    hosts = {}
+    for node in nodes:
+        node.write("etc/containerd/config.toml", "version = 3\n")
+        hosts[node.name] = node.host_vars()
+    hosts["node-b"][variable] = value
+    manifests = tmp_path / "rc"
+    manifests.mkdir()
+    (manifests / "runc.yaml").write_text(RUNTIMECLASS)
+    inventory = ansible_run.write_inventory(str(tmp_path / "hosts.json"), hosts)
+    report_dir = tmp_path / "report"
+    run = ansible_run.playbook(AUDIT, inventory, {"gpurt_runtimeclasses_src": str(manifests),
+                                                  "gpurt_report_dir": str(report_dir)}, check=True, timeout=300)
+    assert "Traceback" not in run.text and "object has no attribute" not in run.text, run
+    assert run.rc != 0, run
+    assert message in run.text and "(host node-b)" in run.text, run
+    assert "Gather" not in run.out.split(message)[0].split("TASK [")[-1], run  # stopped at the first task
+    with open(str(report_dir / "audit.json")) as handle:
+        assert json.load(handle)["nodes"] == {}  # the not-judged report, nothing partial
+
+
+# --- class: a RuntimeClass manifest the apiserver would refuse is named, never read as absent --
+
+BAD_MANIFESTS = [
+    ("handler: 123\n", "handler must be a string, got an integer: 123"),
+    ("handler: nvidia\nscheduling:\n  nodeSelector: {gpu: true}\n",
+     "scheduling.nodeSelector['gpu'] must be a string, got a boolean: True"),
+    ("handler: nvidia\nscheduling:\n  nodeSelector: [gpu]\n", "scheduling.nodeSelector must be a mapping, got a list"),
+    ("handler: nvidia\noverhead:\n  podFixed: 250m\n", "overhead.podFixed must be a mapping, got a string"),
+]
+
+
+@pytest.mark.parametrize("body,message", BAD_MANIFESTS, ids=["handler-int", "selector-bool", "selector-list", "podfixed-str"])
+def test_a_runtimeclass_manifest_of_the_wrong_type_fails_naming_the_field(tmp_path, containerd, body, message):
+    """Before: `handler: 123` was "has no handler"; a nodeSelector value `true` selected no node, silently."""
+    node = Node(tmp_path / "nodes", "node-x", "2.1")
+    node.write("etc/containerd/config.toml", "version = 3\n")
+    manifests = tmp_path / "rc"
+    manifests.mkdir()
+    (manifests / "bad.yaml").write_text("apiVersion: node.k8s.io/v1\nkind: RuntimeClass\nmetadata: {name: bad}\n" + body)
+    inventory = ansible_run.write_inventory(str(tmp_path / "hosts.json"), {"node-x": node.host_vars()})
+    run = ansible_run.playbook(AUDIT, inventory, {"gpurt_runtimeclasses_src": str(manifests)}, check=True, timeout=300)
+    assert "Traceback" not in run.text, run
+    assert run.rc != 0, run
+    assert "RuntimeClass 'bad' (from %s): %s" % (manifests / "bad.yaml", message) in run.text, run

@@ -1,0 +1,67 @@
+"""Each shared fact is defined once (module_utils/_containerd_facts.py) and imported where it is used:
+a second definition of a runc-type runtime type, a default path or the gather's option spec fails here."""
+import ast
+import os
+
+import pytest
+
+from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _containerd_facts as containerd_facts
+
+PLUGINS = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "plugins")
+HOME = os.path.join(PLUGINS, "module_utils", "_containerd_facts.py")
+# Strings that are documentation, not code: ansible-doc's blocks and docstrings.
+_DOC_NAMES = ("DOCUMENTATION", "EXAMPLES", "RETURN")
+
+FACTS = list(containerd_facts.RUNC_TYPES) + list(containerd_facts.CDI_SPEC_DIRS) + [
+    containerd_facts.CONFIG_PATH, containerd_facts.KUBELET_CONFIG_PATH, containerd_facts.CRI_ENDPOINT, containerd_facts.BACKUP_DIR, containerd_facts.DROPIN_DIR,
+] + list(containerd_facts.DROPIN_DIR_NAMES)
+
+
+def python_files():
+    for root, _dirs, names in os.walk(PLUGINS):
+        for name in sorted(names):
+            if name.endswith(".py"):
+                yield os.path.join(root, name)
+
+
+def code_strings(path):
+    """(line, value) of every string constant of a file's code."""
+    with open(path) as handle:
+        tree = ast.parse(handle.read(), path)
+    skip = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id in _DOC_NAMES for t in node.targets):
+            skip.add(id(node.value))
+        if isinstance(node, (ast.Module, ast.FunctionDef, ast.ClassDef)) and node.body and \
+                isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant):
+            skip.add(id(node.body[0].value))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in skip:
+            yield node.lineno, node.value
+
+
+def assignments(path, name):
+    with open(path) as handle:
+        tree = ast.parse(handle.read(), path)
+    return [node.lineno for node in ast.walk(tree) if isinstance(node, ast.Assign)
+            and any(isinstance(t, ast.Name) and t.id.lstrip("_") == name for t in node.targets)]
+
+
+@pytest.mark.parametrize("value", FACTS)
+def test_a_shared_fact_is_written_once(value):
+    places = ["%s:%d" % (os.path.relpath(path, PLUGINS), line) for path in python_files() if path != HOME
+              for line, text in code_strings(path) if text == value]
+    assert not places, "%r is defined again; import it from module_utils/_containerd_facts: %s" % (value, places)
+
+
+@pytest.mark.parametrize("name", ["RUNC_TYPES", "DEFAULT_RUNTIME_TYPE", "GATHER_SPEC", "JUDGE_SPEC"])
+def test_a_shared_name_is_assigned_once(name):
+    places = ["%s:%d" % (os.path.relpath(path, PLUGINS), line) for path in python_files()
+              for line in assignments(path, name)]
+    assert len(places) == 1, "%s is assigned in %s" % (name, places)
+
+
+def test_the_role_and_the_audit_agree_on_runc_types():
+    from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _remediation as remediation
+    specs = remediation.normalize_runtimes([{"name": "legacy", "runtime_type": "io.containerd.runtime.v1.linux"}], True)
+    assert specs[0]["table"]["options"] == {"SystemdCgroup": True}
