@@ -32,9 +32,9 @@ OLDEST_TESTS := tests/integration/test_audit_playbook.py tests/integration/test_
 	or good_template_on_2x or against_a_live_cluster or nodeadm or by_fqcn or controller or idempotent or comments_and_layout \
 	or one_host_batches or failed_restart or bad_value or no_cluster_access or become_environment or host_vars"
 
-.PHONY: setup shared-binaries demo test test-oldest unit integration sanity lint bench build clean
+.PHONY: setup go-binaries demo test test-oldest unit integration sanity lint bench build clean
 
-setup: $(VENV)/.installed .cache/containerd/2.1/containerd shared-binaries .collections/ansible_collections/gpurt/runtime_gate
+setup: $(VENV)/.installed .cache/containerd/2.1/containerd go-binaries .collections/ansible_collections/gpurt/runtime_gate
 
 $(VENV)/.installed: requirements.txt requirements-test.txt
 	@test -n "$(PYTHON)" || { echo "need Python 3.11+ on the controller" >&2; exit 1; }
@@ -48,11 +48,10 @@ $(VENV)/.installed: requirements.txt requirements-test.txt
 	mkdir -p .cache
 	ln -sfn $(GPURT_CACHE)/containerd .cache/containerd
 
-# containerd 2.3.4 and crictl from ../shared when it is there (tests that need them skip otherwise).
-shared-binaries:
-	tools/fetch-shared $(GPURT_CACHE)
-	mkdir -p .cache
-	ln -sfn $(GPURT_CACHE)/crictl .cache/crictl
+# containerd 2.2/2.3/2.4, crictl, etcd, kube-apiserver, kube-scheduler and kwok, built from the Go
+# module proxy once per version into $(GPURT_CACHE)/go-bin (cold: see docs/development.md), linked in .cache/bin.
+go-binaries:
+	GPURT_CACHE=$(GPURT_CACHE) tools/build-go-binaries .cache/bin
 
 .collections/ansible_collections/gpurt/runtime_gate:
 	mkdir -p .collections/ansible_collections/gpurt
@@ -63,6 +62,16 @@ demo: setup
 	@echo "== check-mode audit of the demo inventory (three nodes are broken on purpose)"
 	@$(BIN)/ansible-playbook -i inventory/demo/hosts.yml playbooks/audit.yml --check; rc=$$?; \
 	  echo "== audit exit code $$rc (2: some node has findings; reports in .demo/reports/)"
+	@echo "== remediation of the demo nodes: gpu-healthy is left alone (changed=0, nothing written);"
+	@echo "   gpu-legacy keeps failing: its RuntimeClass's typo'd handler is the class owner's to fix"
+	@$(BIN)/ansible-playbook -i inventory/demo/hosts.yml playbooks/remediate.yml; rc=$$?; \
+	  echo "== remediation exit code $$rc (2: a node still fails the re-audit; reports in .demo/reports/)"
+
+# promtool for tests/integration/test_monitoring.py, from the Go module proxy, cached by version.
+.PHONY: promtool
+setup: promtool
+promtool:
+	GPURT_CACHE=$(GPURT_CACHE) tools/build-promtool .cache/bin
 
 unit: setup
 	$(BIN)/pytest -q tests/unit
