@@ -92,6 +92,24 @@ CASES = [
 OUTCOME = dict((c[0], c[5]) for c in CASES)
 ACCEPTED = {"ctk-complex-21-kata-accept": [("plugins", "io.containerd.cri.v1.images", "pinned_images", "sandbox"),
                                            ("plugins", "io.containerd.cri.v1.images", "registry", "config_path")]}
+# What the closure fixes on purpose: the keys config.toml declares and the node did not load (1.7: the site's
+# drop-in replaced the whole CRI section; 2.1: the version 1 CRI section is ignored) come back as declared.
+# SystemdCgroup of runc is not among them: it stays as loaded (a disruptive change, only on request).
+_V2_RUNC = ("plugins", "io.containerd.grpc.v1.cri", "containerd", "runtimes", "runc")
+_V3_RUNC = ("plugins", "io.containerd.cri.v1.runtime", "containerd", "runtimes", "runc")
+RESTORED = {"site-partial-17": [_V2_RUNC + ("options", "BinaryName")],
+            "v1-21": [_V3_RUNC + ("options", "BinaryName"), ("plugins", "io.containerd.cri.v1.images", "pinned_images", "sandbox"),
+                      ("plugins", "io.containerd.cri.v1.runtime", "cni", "bin_dirs")]}
+
+
+def same_when_running(key, before, after):
+    """A runc shim option between its zero value and absent (a protobuf field), or a runtime-level
+    sandbox_mode between "" and 1.7's "podsandbox", which the CRI plugin fills in at start: the running
+    node is the same."""
+    if len(key) == 7 and key[5] == "options":
+        values = [v for v in (before, after) if v != "(absent)"]
+        return len(values) == 1 and values[0] in ("", 0, False, [], {})
+    return len(key) == 6 and key[5] == "sandbox_mode" and set((before, after)) == {"", "podsandbox"}
 
 
 def runtimes_for(kind, node):
@@ -220,7 +238,9 @@ def test_check_mode_predicts_the_outcome(runs):
             assert recap[name]["failed"] == 1, (name, runs["check"])
         else:
             assert recap[name]["failed"] == 0, (name, runs["check"])
-            assert recap[name]["changed"] == (1 if outcome == "write" else 0), (name, runs["check"])
+            # a write reports the registration and its proof handler as changed; the real run also its restart
+            assert (recap[name]["changed"] >= 1) is (outcome == "write"), (name, runs["check"])
+            assert recap[name]["changed"] <= runs["first"].recap[name]["changed"], (name, runs["check"])
     assert "+++ after: " in runs["check"].out  # --diff shows the files ...
     assert "loaded config after the change" in runs["check"].out  # ... and the loaded config
 
@@ -248,11 +268,14 @@ def test_first_run_keeps_everything_the_node_loaded(runs, fleet, name):
     assert rc_before == 0
     # No loss: every key loaded before is loaded now with the same value, but for the runtimes asked for.
     plugin, containerd = cri_runtimes(after)
-    asked = [r["name"] for r in runtimes_for(dict((c[0], c[3]) for c in CASES)[name], node)]
+    wanted = runtimes_for(dict((c[0], c[3]) for c in CASES)[name], node)
+    asked = [r["name"] for r in wanted]  # a CDI runtime asks for enable_cdi too
     old, new = leaves(before), leaves(after)
     lost = dict((k, (v, new.get(k, "(absent)"))) for k, v in old.items()
                 if k != ("imports",) and new.get(k, "(absent)") != v and k not in ACCEPTED.get(name, [])
-                and not (len(k) > 4 and k[:4] == ("plugins", plugin, "containerd", "runtimes") and k[4] in asked))
+                and k not in RESTORED.get(name, []) and not same_when_running(k, v, new.get(k, "(absent)"))
+                and not (len(k) > 4 and k[:4] == ("plugins", plugin, "containerd", "runtimes") and k[4] in asked)
+                and not (k == ("plugins", plugin, "enable_cdi") and any(r["name"] == "nvidia-cdi" for r in wanted)))
     assert lost == {}
     for runtime in runtimes_for(dict((c[0], c[3]) for c in CASES)[name], node):
         table = containerd["runtimes"][runtime["name"]]

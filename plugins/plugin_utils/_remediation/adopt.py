@@ -60,6 +60,17 @@ def _filled_at_start(key, have, default):
     return len(key) == 1 and have == "" and isinstance(default, str) and default != ""
 
 
+def filled_at_start(default_doc, plugin, path, before, after):
+    """A runtime-level string going between "" and the release's default for it (1.7's runc sandbox_mode
+    "podsandbox" when a file declares runc): the CRI plugin fills "" in at start, so the running runtime
+    has the same value either way."""
+    if len(path) != 6 or path[:4] != ("plugins", plugin, "containerd", "runtimes"):
+        return False
+    default = runtime_defaults(default_doc, plugin, None).get(path[5:])
+    return any(empty == "" and _filled_at_start(path[5:], empty, default) and full == default
+               for empty, full in ((before, after), (after, before)))
+
+
 def _same(default, want):
     return type(default) is type(want) and default == want  # False is not 0: a bool option stays a bool
 

@@ -77,10 +77,13 @@ def _restore_runc(node, section):
             runtimes["runc"] = copy.deepcopy(runc)
 
 
-def cri_section_1x(node, main_version=2):
-    """What the role's 1.x CRI drop-in starts from: the merged section, with runc back when lost."""
+def cri_section_1x(node, main_version=2, mine=()):
+    """What the role's 1.x CRI drop-in starts from: the merged section, with runc back when lost and the
+    loaded SystemdCgroup kept on the runtimes not in mine unless aligned."""
     section, owners = merged_cri_1x(node, main_version)
     _restore_runc(node, section)
+    keep_loaded_cgroup(section, get_in(_loaded_cri(node), "containerd", "runtimes") or {}, mine,
+                        getattr(node, "cgroup_align", None) or {})
     return section, owners
 
 
@@ -176,10 +179,10 @@ def needed(node, gathered, specs, opts, notes):
         except shapes.ConfigShapeError:
             converting = False
     if node.major < 2:
-        section, _owners = cri_section_1x(node)
+        mine = [s["name"] for s in specs]
+        section, _owners = cri_section_1x(node, mine=mine)
         for name, want in node.cgroup_align.items():
             section["containerd"]["runtimes"].setdefault(name, {}).setdefault("options", {})["SystemdCgroup"] = want
-        mine = [s["name"] for s in specs]
         loaded = get_in(_loaded_cri(node), "containerd", "runtimes") or {}
         # A runtime the merge brings back whole (runc lost to a drop-in) loads with its defaults filled in.
         node.restores = [(("plugins", node.plugin, "containerd", "runtimes", name), ABSENT, table)
@@ -194,6 +197,27 @@ def needed(node, gathered, specs, opts, notes):
                          "files declare it, nothing lost" % (node.major, node.minor,
                                                              ", ".join(".".join(p) for p in unknown)))
     return bool(node.cgroup_align or node.restores or converting)
+
+
+def keep_loaded_cgroup(section, loaded, mine, aligned):
+    """SystemdCgroup of a loaded runc-type runtime stays as the node runs it when the merge would bring
+    back another value (a file's CRI section that 1.x does not load today): changing it is disruptive,
+    which only align_runc_cgroup asks for."""
+    for name, table in (get_in(section, "containerd", "runtimes") or {}).items():
+        if name in mine or name in aligned or not _runc_type(loaded.get(name)) or not isinstance(table, dict):
+            continue
+        have = bool((loaded[name].get("options") or {}).get("SystemdCgroup", False))
+        if bool((table.get("options") or {}).get("SystemdCgroup", False)) != have:
+            table.setdefault("options", {})["SystemdCgroup"] = have
+
+
+def keep_loaded_cgroup_in_main(node, doc, mine):
+    """keep_loaded_cgroup on every CRI runtime table of a converted main config."""
+    loaded = get_in(_loaded_cri(node), "containerd", "runtimes") or {}
+    for name in shapes.CRI_PLUGIN_NAMES:
+        table = get_in(doc, "plugins", name)
+        if isinstance(table, dict):
+            keep_loaded_cgroup(table, loaded, mine, getattr(node, "cgroup_align", None) or {})
 
 
 def _bool(value):

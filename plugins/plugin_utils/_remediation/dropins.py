@@ -75,7 +75,7 @@ def plan_2x(node, opts, specs, missing, version, change_default, wanted_default,
 def plan_1x(node, opts, specs, version, change_default, wanted_default, need_cdi, own, notes):
     """One own drop-in with the key-by-key merge of every file's CRI section (closure), plus the runtimes."""
     path = os.path.join(node.dropin_dir, own_cri_name(opts))
-    section, owners = closure.cri_section_1x(node, version)
+    section, owners = closure.cri_section_1x(node, version, mine=[s["name"] for s in specs])
     runtimes = ensure_table(section, "containerd", "runtimes")
     for name, want in sorted(getattr(node, "cgroup_align", {}).items()):
         ensure_table(runtimes, name, "options")["SystemdCgroup"] = want

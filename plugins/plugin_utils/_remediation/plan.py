@@ -136,7 +136,7 @@ def plan(gathered, opts):
 
     # What the user should see at default verbosity: migrations, a created main config, what 1.x shadows.
     warnings = result["warnings"] = []
-    main_doc, main_text, main_version = _main(node)
+    main_doc, main_text, main_version = _main(node, [s["name"] for s in specs])
     if node.major < 2:
         writes, removes = dropins.plan_1x(node, opts, specs, main_version, change_default, wanted_default, need_cdi,
                                           own, warnings)
@@ -202,8 +202,9 @@ def containerd_text_imports(text):
     return cc.top_level_imports(text or "")
 
 
-def _main(node):
-    """(parsed main or None, its text or None, the version the drop-ins take)."""
+def _main(node, mine):
+    """(parsed main or None, its text or None, the version the drop-ins take). A converted main keeps the
+    loaded SystemdCgroup of the runtimes not in mine (closure.keep_loaded_cgroup)."""
     main = node.files[0]
     default_version = shapes.config_version(node.default_doc) if node.major >= 2 else 2
     if not node.gathered.get("config_exists"):
@@ -217,6 +218,7 @@ def _main(node):
     why = closure.conversion_reason(node, doc)
     if why:
         doc = convert.as_read_by(doc, node.major, node.plugin_uris(), node.config_path)
+        closure.keep_loaded_cgroup_in_main(node, doc, mine)
         node.converted_main = (doc, "%s is %s: converted to version %d, which this containerd reads as written"
                                % (node.config_path, why, shapes.config_version(doc)))
         version = shapes.config_version(doc)

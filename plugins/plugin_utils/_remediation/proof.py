@@ -84,7 +84,8 @@ def prove(the_plan, gathered, staged, accept=None):
         problems.append("no imports entry loads %s" % ", ".join(unmatched))
     changes = changed_keys(before, after)
     allowed = [tuple(p) for p in the_plan["allowed"]]
-    refused = [c for c in changes if not _under(c[0], allowed) and not accepted(c[0], accept) and not same_option(*c)]
+    refused = [c for c in changes if not _under(c[0], allowed) and not accepted(c[0], accept) and not same_option(*c)
+               and not adopt.filled_at_start(default_doc, plugin, *c)]
     if refused:
         problems.append("the proposed files change what the node loads beyond what was asked (add the keys to "
                         "accept_changes to mean it):")
