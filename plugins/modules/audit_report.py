@@ -166,6 +166,13 @@ detail_lines:
   returned: always
   type: list
   elements: str
+readable_lines:
+  description: What a person reads of the run, as the playbooks print it, each node once with its MISSING handlers,
+    then its errors and warnings, each once with its fix (with C(-v) also the info findings and the skipped checks),
+    then the coverage, the notes and the totals.
+  returned: always
+  type: list
+  elements: str
 failing_nodes:
   description: Nodes with a finding that reaches O(fail_on), or not checked.
   returned: always

@@ -186,6 +186,13 @@ detail_lines:
   returned: O(step=report)
   type: list
   elements: str
+readable_lines:
+  description: What a person reads of the run, as the playbooks print it, each node once with its MISSING handlers,
+    then its errors and warnings, each once with its fix (with C(-v) also the info findings and the skipped checks),
+    then the coverage, the notes and the totals.
+  returned: O(step=report)
+  type: list
+  elements: str
 failing_nodes:
   description: Nodes that did not pass (findings at O(fail_on), not checked, refused, failed, not processed).
   returned: O(step=report)

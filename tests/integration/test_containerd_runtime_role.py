@@ -94,11 +94,12 @@ ACCEPTED = {"ctk-complex-21-kata-accept": [("plugins", "io.containerd.cri.v1.ima
                                            ("plugins", "io.containerd.cri.v1.images", "registry", "config_path")]}
 # What the closure fixes on purpose: the keys config.toml declares and the node did not load (1.7: the site's
 # drop-in replaced the whole CRI section; 2.1: the version 1 CRI section is ignored) come back as declared.
-# SystemdCgroup of runc is not among them: it stays as loaded (a disruptive change, only on request).
+# SystemdCgroup of runc comes back too, announced as disruptive: site-partial-17's kubelet asks for systemd,
+# v1-21 has no kubelet config to contradict the file (test_declared_cgroup_is_announced_or_kept).
 _V2_RUNC = ("plugins", "io.containerd.grpc.v1.cri", "containerd", "runtimes", "runc")
 _V3_RUNC = ("plugins", "io.containerd.cri.v1.runtime", "containerd", "runtimes", "runc")
-RESTORED = {"site-partial-17": [_V2_RUNC + ("options", "BinaryName")],
-            "v1-21": [_V3_RUNC + ("options", "BinaryName"), ("plugins", "io.containerd.cri.v1.images", "pinned_images", "sandbox"),
+RESTORED = {"site-partial-17": [_V2_RUNC + ("options", "BinaryName"), _V2_RUNC + ("options", "SystemdCgroup")],
+            "v1-21": [_V3_RUNC + ("options", "BinaryName"), _V3_RUNC + ("options", "SystemdCgroup"), ("plugins", "io.containerd.cri.v1.images", "pinned_images", "sandbox"),
                       ("plugins", "io.containerd.cri.v1.runtime", "cni", "bin_dirs")]}
 
 

@@ -96,7 +96,9 @@ def playbook(user, name, extra_vars, inventory="localhost,", check=False):
 
 def test_only_the_installed_copy_is_found(user):
     out = galaxy("collection", "list", "gpurt.runtime_gate", env=user["env"])
-    assert str(user["home"] / "collections") in out and REPO not in out
+    # The listing heads each search path that holds the collection with "# <path>".
+    found = [line[2:].strip() for line in out.splitlines() if line.startswith("# /")]
+    assert found == [str(user["home"] / "collections" / "ansible_collections")], out
 
 
 def test_validate_bootstrap_by_fqcn(user, containerd):

@@ -77,13 +77,16 @@ def _restore_runc(node, section):
             runtimes["runc"] = copy.deepcopy(runc)
 
 
-def cri_section_1x(node, main_version=2, mine=()):
-    """What the role's 1.x CRI drop-in starts from: the merged section, with runc back when lost and the
-    loaded SystemdCgroup kept on the runtimes not in mine unless aligned."""
+def cri_section_1x(node, main_version=2, mine=(), cgroup_changes=None):
+    """What the role's 1.x CRI drop-in starts from: the merged section, with runc back when lost and
+    SystemdCgroup of the runtimes not in mine settled (keep_loaded_cgroup; its changes are added to
+    cgroup_changes when given)."""
     section, owners = merged_cri_1x(node, main_version)
     _restore_runc(node, section)
-    keep_loaded_cgroup(section, get_in(_loaded_cri(node), "containerd", "runtimes") or {}, mine,
-                        getattr(node, "cgroup_align", None) or {})
+    changes = keep_loaded_cgroup(section, get_in(_loaded_cri(node), "containerd", "runtimes") or {}, mine,
+                                 getattr(node, "cgroup_align", None) or {}, _kubelet_wants(node))
+    if cgroup_changes is not None:
+        cgroup_changes.extend(changes)
     return section, owners
 
 
@@ -165,22 +168,21 @@ def needed(node, gathered, specs, opts, notes):
                      "existing pod sandboxes may fail to be re-created (set %s: true to drain the node first)" % (
                          ", ".join(sorted(node.cgroup_align)), _bool(mismatches[0][2]),
                          "systemd" if mismatches[0][2] else "cgroupfs", DRAIN_VARIABLE))
-    elif mismatches:
-        notes.append("not changed: SystemdCgroup of %s is %s but the kubelet's cgroupDriver is %s (cgroup_driver). "
-                     "Changing it on a node that runs pods needs a drained node (kubeadm: existing pod sandboxes "
-                     "may fail to be re-created): set %s: true to align it, with %s: true to drain the node around "
-                     "the restart" % (", ".join(m[0] for m in mismatches), _bool(mismatches[0][1]),
-                                      "systemd" if mismatches[0][2] else "cgroupfs", ALIGN_VARIABLE, DRAIN_VARIABLE))
     converting = False
+    mine = [s["name"] for s in specs]
+    declared = []
     main = node.files[0]
     if gathered.get("config_exists") and main.get("content") is not None:
         try:
-            converting = bool(conversion_reason(node, parse(main["content"], node.config_path)))
+            doc = parse(main["content"], node.config_path)
+            converting = bool(conversion_reason(node, doc))
         except shapes.ConfigShapeError:
             converting = False
+        if converting:
+            declared += keep_loaded_cgroup_in_main(
+                node, convert.as_read_by(doc, node.major, node.plugin_uris(), node.config_path), mine)
     if node.major < 2:
-        mine = [s["name"] for s in specs]
-        section, _owners = cri_section_1x(node, mine=mine)
+        section, _owners = cri_section_1x(node, mine=mine, cgroup_changes=declared)
         for name, want in node.cgroup_align.items():
             section["containerd"]["runtimes"].setdefault(name, {}).setdefault("options", {})["SystemdCgroup"] = want
         loaded = get_in(_loaded_cri(node), "containerd", "runtimes") or {}
@@ -196,37 +198,80 @@ def needed(node, gathered, specs, opts, notes):
             notes.append("containerd %d.%d does not know %s (not loaded today, nor after the change): kept as the "
                          "files declare it, nothing lost" % (node.major, node.minor,
                                                              ", ".join(".".join(p) for p in unknown)))
+    node.cgroup_declared = sorted(set(declared))
+    if node.cgroup_declared:
+        notes.append("SystemdCgroup of %s changes from %s to %s as the files declare it (containerd %d.%d does not "
+                     "load that section today)%s; a disruptive change: existing pod sandboxes may fail to be "
+                     "re-created (set %s: true to drain the node first)" % (
+                         ", ".join(n for n, _h, _d in node.cgroup_declared), _bool(node.cgroup_declared[0][1]),
+                         _bool(node.cgroup_declared[0][2]), node.major, node.minor,
+                         "" if _kubelet_wants(node) is None else ", as the kubelet's cgroupDriver asks",
+                         DRAIN_VARIABLE))
+    settled = set(n for n, _h, _d in node.cgroup_declared)
+    mismatches = [m for m in mismatches if m[0] not in settled]
+    if mismatches and not node.cgroup_align:
+        notes.append("not changed: SystemdCgroup of %s is %s but the kubelet's cgroupDriver is %s (cgroup_driver). "
+                     "Changing it on a node that runs pods needs a drained node (kubeadm: existing pod sandboxes "
+                     "may fail to be re-created): set %s: true to align it, with %s: true to drain the node around "
+                     "the restart" % (", ".join(m[0] for m in mismatches), _bool(mismatches[0][1]),
+                                      "systemd" if mismatches[0][2] else "cgroupfs", ALIGN_VARIABLE, DRAIN_VARIABLE))
     return bool(node.cgroup_align or node.restores or converting)
 
 
-def keep_loaded_cgroup(section, loaded, mine, aligned):
-    """SystemdCgroup of a loaded runc-type runtime stays as the node runs it when the merge would bring
-    back another value (a file's CRI section that 1.x does not load today): changing it is disruptive,
-    which only align_runc_cgroup asks for."""
-    for name, table in (get_in(section, "containerd", "runtimes") or {}).items():
+def _kubelet_wants(node):
+    """SystemdCgroup the kubelet's cgroupDriver asks for, None without a kubelet config, or "unreadable"
+    for a config that names no driver (no declared value can be judged safe then: the loaded one stays)."""
+    try:
+        return kubelet_systemd_cgroup(node.gathered)
+    except Refusal:
+        return "unreadable"
+
+
+def keep_loaded_cgroup(section, loaded, mine, aligned, want=None):
+    """Settle SystemdCgroup of the loaded runc-type runtimes not in mine when a merge or a conversion
+    brings back another value than the node runs (a CRI section 1.x or 2.x does not load today). The
+    declared value comes back, as every other declared key does, unless the kubelet's cgroupDriver
+    contradicts it: then the loaded value stays, since the declared one would make a cgroup_driver error
+    the node does not have. Returns [(runtime, loaded, declared)] of the values that change."""
+    changes = []
+    for name, table in sorted((get_in(section, "containerd", "runtimes") or {}).items()):
         if name in mine or name in aligned or not _runc_type(loaded.get(name)) or not isinstance(table, dict):
             continue
         have = bool((loaded[name].get("options") or {}).get("SystemdCgroup", False))
-        if bool((table.get("options") or {}).get("SystemdCgroup", False)) != have:
+        declared = bool((table.get("options") or {}).get("SystemdCgroup", False))
+        if declared == have:
+            continue
+        if want is None or want == declared:
+            changes.append((name, have, declared))
+        else:
             table.setdefault("options", {})["SystemdCgroup"] = have
+    return changes
 
 
 def keep_loaded_cgroup_in_main(node, doc, mine):
     """keep_loaded_cgroup on every CRI runtime table of a converted main config."""
     loaded = get_in(_loaded_cri(node), "containerd", "runtimes") or {}
+    changes = []
     for name in shapes.CRI_PLUGIN_NAMES:
         table = get_in(doc, "plugins", name)
         if isinstance(table, dict):
-            keep_loaded_cgroup(table, loaded, mine, getattr(node, "cgroup_align", None) or {})
+            changes += keep_loaded_cgroup(table, loaded, mine, getattr(node, "cgroup_align", None) or {},
+                                          _kubelet_wants(node))
+    return changes
 
 
 def _bool(value):
     return "true" if value else "false"
 
 
+def _cgroup_changes(node):
+    return sorted(set(getattr(node, "cgroup_align", None) or {}) |
+                  set(n for n, _h, _d in getattr(node, "cgroup_declared", None) or []))
+
+
 def cgroup_paths(node, plugin):
     return [("plugins", plugin, "containerd", "runtimes", name, "options", "SystemdCgroup")
-            for name in sorted(getattr(node, "cgroup_align", {}))]
+            for name in _cgroup_changes(node)]
 
 
 def allowed_paths(node):
@@ -267,8 +312,8 @@ def expected_leaves(node):
 
 def disruptive(node):
     """Why this node's change is disruptive (drain first), or []."""
-    if getattr(node, "cgroup_align", None):
-        return ["SystemdCgroup of %s changes" % ", ".join(sorted(node.cgroup_align))]
+    if _cgroup_changes(node):
+        return ["SystemdCgroup of %s changes" % ", ".join(_cgroup_changes(node))]
     return []
 
 

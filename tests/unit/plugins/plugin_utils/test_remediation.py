@@ -305,6 +305,31 @@ def test_a_main_config_the_node_ignores_part_of_is_converted_to_what_it_reads():
     assert carried["sandbox_image"] == "p" and carried["containerd"]["runtimes"]["runc"]["options"]["SystemdCgroup"]
 
 
+@pytest.mark.parametrize("driver, comes_back", [(None, True), ("systemd", True), ("cgroupfs", False)])
+def test_declared_cgroup_is_announced_or_kept(driver, comes_back):
+    """A conversion brings back runc's declared SystemdCgroup (true; the node loaded false) unless the
+    kubelet's cgroupDriver contradicts it; a change is named as disruptive, never as 'not changed'."""
+    v3 = ('version = 3\n[plugins."io.containerd.cri.v1.runtime".containerd.runtimes.runc.options]\n'
+          '  SystemdCgroup = true\n')
+    g = gathered(1, v3, dump(1, {"runc": RUNC}), minor=6)
+    if driver:
+        g["kubelet_config"] = {"path": KUBELET, "exists": True,
+                               "content": "kind: KubeletConfiguration\ncgroupDriver: %s\n" % driver}
+    plan = r.plan(g, opts())
+    for write in plan["writes"]:
+        runc = toml_codec.loads(write["content"])["plugins"][V2]["containerd"]["runtimes"]["runc"]
+        assert runc["options"]["SystemdCgroup"] is comes_back, write["path"]
+    said = " ".join(plan["warnings"] + plan.get("notes", []))
+    if comes_back:
+        assert plan["disruptive"] == ["SystemdCgroup of runc changes"]
+        assert "SystemdCgroup of runc changes from false to true as the files declare it" in said
+        assert ("as the kubelet's cgroupDriver asks" in said) is bool(driver)
+        assert "not changed: SystemdCgroup" not in said
+    else:
+        assert plan["disruptive"] == []
+        assert "not changed: SystemdCgroup" not in said  # loaded false agrees with cgroupfs
+
+
 def test_the_conversions_move_each_cri_key_where_the_node_reads_it():
     from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils._remediation import convert
     v3 = {"version": 3, "plugins": {V2: {"sandbox_image": "s", "stream_server_port": "1",
