@@ -14,6 +14,7 @@ from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _node_op
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _parse_gathered as parse_gathered
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _user_words as user_words
 
+
 class ActionModule(ActionBase):
     _supports_check_mode = True
     _supports_async = False

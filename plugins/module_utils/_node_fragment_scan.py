@@ -102,7 +102,7 @@ def find_fragments(config_path, known_dirs, import_dirs, seen, skip, max_bytes, 
                 continue
             if scan["files_read"] >= MAX_FILES_READ or budget[0] <= 0:
                 _note(scan, "%s: not read, the scan read %d files (%d bytes at most)"
-                                         % (path, MAX_FILES_READ, MAX_BYTES_TOTAL))
+                      % (path, MAX_FILES_READ, MAX_BYTES_TOTAL))
                 continue
             seen.add(path)
             content, error = host_paths.read_text(path, min(per_file, budget[0]), timeout)

@@ -28,8 +28,7 @@ def is_fragment(doc):
 def _leaves(node, prefix):
     if isinstance(node, dict) and node:
         for key in sorted(node):
-            for leaf in _leaves(node[key], prefix + (key,)):
-                yield leaf
+            yield from _leaves(node[key], prefix + (key,))
     else:
         yield prefix, node
 

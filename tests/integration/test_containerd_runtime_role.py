@@ -99,7 +99,8 @@ ACCEPTED = {"ctk-complex-21-kata-accept": [("plugins", "io.containerd.cri.v1.ima
 _V2_RUNC = ("plugins", "io.containerd.grpc.v1.cri", "containerd", "runtimes", "runc")
 _V3_RUNC = ("plugins", "io.containerd.cri.v1.runtime", "containerd", "runtimes", "runc")
 RESTORED = {"site-partial-17": [_V2_RUNC + ("options", "BinaryName"), _V2_RUNC + ("options", "SystemdCgroup")],
-            "v1-21": [_V3_RUNC + ("options", "BinaryName"), _V3_RUNC + ("options", "SystemdCgroup"), ("plugins", "io.containerd.cri.v1.images", "pinned_images", "sandbox"),
+            "v1-21": [_V3_RUNC + ("options", "BinaryName"), _V3_RUNC + ("options", "SystemdCgroup"),
+                      ("plugins", "io.containerd.cri.v1.images", "pinned_images", "sandbox"),
                       ("plugins", "io.containerd.cri.v1.runtime", "cni", "bin_dirs")]}
 
 

@@ -77,7 +77,7 @@ def _facts(node, shape, handlers, asked, cdi):
 @pytest.mark.parametrize("shape, version, handlers, asked, cdi", ADOPTED,
                          ids=["%s@%s" % (s, v) for s, v, _h, _a, _c in ADOPTED])
 def test_a_runtime_registered_by_another_tool_is_adopted_on_every_release(tmp_path, containerd, shape, version,
-                                                                           handlers, asked, cdi):
+                                                                          handlers, asked, cdi):
     _skip_unbuilt(version)
     node = install(tmp_path / "nodes", shape, version)
     _runtimes, _cri, before_doc = loaded(node)

@@ -29,7 +29,8 @@ def _dir_of(path):
 
 
 # Files no import could ever mean to load: editor and package-manager leftovers.
-_BACKUP_NAME = re.compile(r"(~|\.bak|\.orig|\.old|\.default|\.dist|\.sample|\.example|\.pacnew|\.pacsave|\.swp|\.save|\.rpmsave|\.rpmnew|\.rpmorig|\.dpkg-[a-z]+|\.ucf-[a-z]+)$")
+_BACKUP_NAME = re.compile(r"(~|\.bak|\.orig|\.old|\.default|\.dist|\.sample|\.example|\.pacnew|\.pacsave|\.swp|\.save"
+                          r"|\.rpmsave|\.rpmnew|\.rpmorig|\.dpkg-[a-z]+|\.ucf-[a-z]+)$")
 
 
 def is_backup_name(path):
