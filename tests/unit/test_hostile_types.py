@@ -2,6 +2,8 @@
 (playbooks/vars/argument_specs.yml) and the argument specs of the actions and modules with wrong
 types, nulls, empty strings, huge values and control characters. Each value is either taken or
 refused with a message naming the variable; never an exception of another kind (a traceback)."""
+import math
+
 import pytest
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from hypothesis import HealthCheck, given, settings
@@ -116,7 +118,13 @@ def test_every_module_option_validates_a_hostile_value_or_names_it(data):
     module, option = data.draw(st.sampled_from(MODULE_OPTIONS))
     spec = SPECS[module]
     value = data.draw(HOSTILE)
-    result = ArgumentSpecValidator(spec).validate({option: value})
+    try:
+        result = ArgumentSpecValidator(spec).validate({option: value})
+    except OverflowError:
+        # ansible-core's int conversion of an infinite float; a task fails with "cannot convert Infinity to
+        # integer" (docs/known-limits.md)
+        assert spec[option].get("type") == "int" and isinstance(value, float) and math.isinf(value), (option, value)
+        return
     for error in result.error_messages:
         named = [option] + list(spec[option].get("aliases") or [])
         assert any(n in error for n in named) or "required" in error, (module, option, error)

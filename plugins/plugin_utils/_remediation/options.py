@@ -103,10 +103,11 @@ def check_options(opts):
         raise Refusal("dropin_glob %r does not match the drop-in names this role writes (%s, from dropin_prefix %r "
                       "and dropin_suffix %r)" % (glob, sample, opts["dropin_prefix"], opts["dropin_suffix"]))
     backup = opts["backup_dir"].rstrip("/") + "/"
-    for inside in (opts["dropin_dir"], os.path.dirname(opts["config_path"])):
+    for inside, what in ((opts["dropin_dir"], "dropin_dir"),
+                         (os.path.dirname(opts["config_path"]), "the directory of config_path")):
         if (inside.rstrip("/") + "/").startswith(backup) or backup.startswith(inside.rstrip("/") + "/"):
-            raise Refusal("backup_dir %s must be outside %s, where an imports glob could load a backup"
-                          % (opts["backup_dir"], inside))
+            raise Refusal("backup_dir %s must be outside %s (%s), where an imports glob could load a backup"
+                          % (opts["backup_dir"], inside, what))
     if opts.get("migrate") not in ("auto", "always", "never"):
         raise Refusal("migrate must be auto, always or never")
 
