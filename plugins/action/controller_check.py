@@ -10,6 +10,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import sys
+from collections.abc import Mapping
 
 from ansible.errors import AnsibleActionFail, AnsibleError
 from ansible.module_utils.ansible_release import __version__ as ansible_version
@@ -31,6 +32,17 @@ def first_line(exc):
     """The cause of a template error without the origin snippet ansible-core 2.19 appends."""
     text = getattr(exc, "message", None) or str(exc)
     return str(text).strip().splitlines()[0] if str(text).strip() else type(exc).__name__
+
+
+def _still_templates(hostvars, host, values):
+    """'name = value' of each variable whose value is its own template text after templating."""
+    raw = hostvars.raw_get(host) if host in hostvars else None
+    out = []
+    for name, value in sorted(values.items()):
+        written = raw.get(name) if isinstance(raw, Mapping) else None
+        if isinstance(value, str) and value == written and any(mark in value for mark in ("{{", "{%")):
+            out.append("%s = %r keeps a template (an undefined name in it)" % (name, value))
+    return out
 
 
 class ActionModule(ActionBase):
@@ -114,6 +126,11 @@ class ActionModule(ActionBase):
                 values = audit.host_vars(hostvars, host, sorted(spec))
             except Exception as exc:  # a variable that does not template: validate_argument_spec names it
                 errors.append("host %s: a gpurt_* variable cannot be resolved: %s" % (host, str(exc).splitlines()[0]))
+                continue
+            unresolved = _still_templates(hostvars, host, values)
+            if unresolved:
+                # ansible-core < 2.19 leaves a template with an undefined name as it was, without an error
+                errors.append("host %s: a gpurt_* variable cannot be resolved: %s" % (host, "; ".join(unresolved)))
                 continue
             for message in input_types.type_errors(spec, values, host):
                 if message not in errors:

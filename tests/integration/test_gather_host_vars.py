@@ -173,8 +173,10 @@ def test_an_unresolvable_host_variable_stops_the_run_at_play_start_naming_the_ho
     assert run.rc == 2, run
     assert nodes == {}
     assert run.gate_lines()[0].startswith("NOT JUDGED: Check the controller and the run's variables (a-good): host "
-                                          "b-bad-var: a gpurt_* variable cannot be resolved: 'no_such_variable' is "
-                                          "undefined"), run.gate_lines()
+                                          "b-bad-var: a gpurt_* variable cannot be resolved: "), run.gate_lines()
+    # ansible-core 2.19 names the undefined variable; older cores leave the template as it was
+    assert ("'no_such_variable' is undefined" in run.gate_lines()[0]
+            or "gpurt_containerd_bin = '{{ no_such_variable }}/containerd' keeps a template" in run.gate_lines()[0])
     assert "Gather the loaded containerd config" not in run.out
 
 

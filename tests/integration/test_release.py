@@ -47,7 +47,8 @@ def user(tmp_path_factory):
     tarballs = os.listdir(str(home / "dist"))
     assert len(tarballs) == 1 and tarballs[0].startswith("gpurt-runtime_gate-"), tarballs
     tarball = str(home / "dist" / tarballs[0])
-    galaxy("collection", "install", tarball, "-p", str(home / "collections"), env=env)
+    # --no-deps: Galaxy (kubernetes.core, for gpurt_drain) is not reachable here; the playbooks run below need none.
+    galaxy("collection", "install", "--no-deps", tarball, "-p", str(home / "collections"), env=env)
     installed = home / "collections" / "ansible_collections" / "gpurt" / "runtime_gate"
     return {"home": home, "env": env, "tarball": tarball, "installed": installed}
 
