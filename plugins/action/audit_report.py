@@ -97,7 +97,8 @@ class ActionModule(ActionBase):
             run_nodes[host] = node_name
             labels, allocatable = audit.node_facts(node_name, args["nodes"], hv["gpurt_node_labels"],
                                                    hv["gpurt_node_allocatable"])
-            options = dict(args, kubelet_cgroup_driver=hv["gpurt_kubelet_cgroup_driver"] or args["kubelet_cgroup_driver"])
+            options = dict(args, kubelet_cgroup_driver=hv["gpurt_kubelet_cgroup_driver"] or args["kubelet_cgroup_driver"],
+                           node_reported=audit.node_reported(node_name, args["nodes"]))
             entry = audit.audit_host(host, hv[args["gathered_var"]], args["runtimeclasses"], labels, allocatable, options)
             entry["node_object"] = None if listed is None else node_name in listed
             entry["node_name"] = node_name

@@ -145,6 +145,12 @@ nodes:
     source:
       description: C(cluster), or the manifest file (and document and item number) it came from.
       type: str
+    listed_at:
+      description:
+        - When the cluster was listed (seconds since the epoch, controller clock), or null with O(src). The audit
+          trusts C(runtime_handlers) as the running containerd's view only for a daemon that started well before.
+      type: float
+      sample: 1796501739.57
 names_not_found:
   description: Names from O(names) that matched no Node.
   returned: always

@@ -41,6 +41,16 @@ def node_facts(name, nodes=None, labels=None, allocatable=None):
     return labels, allocatable
 
 
+def node_reported(name, nodes):
+    """What the Node object of a node says of its running containerd (its status.runtimeHandlers as the
+    kubelet read them, and when the cluster was listed), for restart_pending; None without one."""
+    for candidate in nodes or []:
+        if candidate.get("name") == name:
+            return {"name": name, "runtime_handlers": candidate.get("runtime_handlers"),
+                    "listed_at": candidate.get("listed_at")}
+    return None
+
+
 def not_checked_reason(result):
     """Why a gather result cannot be judged, or None when it can. A gather that failed
     because containerd refused the config can be judged: that is the config_refused finding."""

@@ -107,6 +107,9 @@ def host_entry(host, result, failure=None, runtimeclasses=(), options=None, node
                                   runtimes=(loaded or {}).get("runtime_names"), extra=extra)
         return entry
     labels, allocatable = audit.node_facts(node_name, nodes, labels, allocatable)
+    if not rem.get("changed") and not rem.get("restart_pending"):
+        # Nodes are listed before the batch: their status predates any restart of this run.
+        options = dict(options, node_reported=audit.node_reported(node_name, nodes))
     entry = audit.audit_host(host, gathered, runtimeclasses, labels, allocatable, options)
     entry.update(extra)
     if check_mode and rem["changed"]:

@@ -6,8 +6,9 @@ real containerd daemon on a scratch socket, restarted by the role and read back 
 - remediate.yml --check writes no label;
 - remediate.yml registers nvidia, restarts the daemon, and crictl confirms it: nvidia is labeled,
   although the Node's status.runtimeHandlers (read before the restart) still lacks it;
-- gpu-2's restart fails: it keeps no label; without crictl, its Node status (runc alone) is what later
-  runs verify, so it never earns an nvidia label;
+- gpu-2's restart fails: it keeps no label. The next run writes nothing there, and without crictl the
+  role cannot see that the restart is still due; the re-audit reads it in the Node's status (runc alone)
+  and fails the node, labelled runc only, until containerd is restarted and the kubelet reports nvidia;
 - a run after that changes nothing.
 """
 import os
@@ -111,8 +112,18 @@ def test_remediation_labels_what_the_restarted_daemon_confirms(lab):
     again = playbook(lab, "remediate.yml")
     assert ours(lab, "lbl-gpu-1") == {PREFIX + "nvidia": "true", PREFIX + "runc": "true"}, again
     assert "lbl-gpu-1: verified handlers nvidia, runc (confirmed by crictl); labels unchanged" in flat(again), again
-    # without crictl the Node's status (runc alone) is all that confirms what lbl-gpu-2 runs
+    # Nothing is written on lbl-gpu-2 now, and without crictl the role cannot see that its restart is
+    # still due; its Node's status (read this run, after no restart) shows the daemon without nvidia.
+    assert again.rc == 2, again
+    assert "runtime 'nvidia' is in the loaded config but the running containerd does not have it (the kubelet " \
+           "reports runc in Node lbl-gpu-2 status.runtimeHandlers)" in flat(again), again
     assert ours(lab, "lbl-gpu-2") == {PREFIX + "runc": "true"}, again
+
+    # containerd restarted by hand; the kubelet reports what it loaded
+    lab["api"].node("lbl-gpu-2", cpu="4", handlers=["runc", "nvidia"])
+    restarted = playbook(lab, "remediate.yml")
+    assert restarted.rc == 0, restarted
+    assert ours(lab, "lbl-gpu-2") == {PREFIX + "nvidia": "true", PREFIX + "runc": "true"}, restarted
 
     settled = playbook(lab, "remediate.yml")
     assert settled.rc == 0 and settled.changed() == 0, settled.out

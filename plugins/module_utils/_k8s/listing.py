@@ -10,6 +10,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import time
+
 from ansible.module_utils.basic import missing_required_lib
 
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _k8s as kube
@@ -93,8 +95,13 @@ def list_many(params, result, wanted, warn):
         raise ListFailed(secrets[-1].scrub("unexpected %s: %s" % (type(exc).__name__, exc)), result)
     listed = {}
     problems = []
+    listed_at = time.time()
     for want in wanted:
         items, invalid = k8s_objects.normalize_objects(pairs[want["resource"]], want["kind"])
+        if want["kind"] == "Node":
+            # When the status was read: a running view older than the daemon's start is not that daemon's.
+            for item in items:
+                item["listed_at"] = None if want.get("src") else listed_at
         listed[want["resource"]] = items
         problems.extend(invalid)
     result["invalid"] = problems

@@ -76,11 +76,59 @@ def _when(epoch):
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(epoch))
 
 
+# The kubelet copies the running containerd's handlers into the Node's status.runtimeHandlers within
+# seconds of a start; a daemon that started this shortly before the Node was read may not be there yet.
+KUBELET_CATCH_UP = 60
+
+
+def node_reported_runtimes(ctx):
+    """(runtimes, None) when the Node's status.runtimeHandlers, as the kubelet read them from the
+    running containerd, can stand for the running view; else (None, why not). containerd 2.x lists
+    every runtime it loaded there (1.x lists none)."""
+    reported = ctx.options.get("node_reported")
+    if not isinstance(reported, dict) or not reported.get("runtime_handlers"):
+        return None, "the Node reports no named status.runtimeHandlers"
+    if not ctx.version or ctx.version[0] < 2:
+        return None, "containerd before 2.0 does not report its runtimes to the kubelet"
+    listed_at = reported.get("listed_at")
+    if listed_at is None:
+        return None, "the Node was not read from the cluster"
+    started = (ctx.gathered.get("running") or {}).get("daemon_started")
+    if started is not None and started > listed_at - KUBELET_CATCH_UP:
+        return None, ("containerd started at %s, too shortly before the Node was read for its status to "
+                      "show that daemon" % _when(started))
+    return sorted(reported["runtime_handlers"]), None
+
+
+def _against_node_status(ctx, reported):
+    """restart_pending by the Node's status: runtimes by name only (not their options)."""
+    source = "Node %s status.runtimeHandlers" % ((ctx.options.get("node_reported") or {}).get("name") or ctx.node)
+    now = set(reported)
+    evidence = {"reported_runtimes": sorted(now), "loaded_runtimes": sorted(ctx.handlers), "source": source}
+    out = []
+    for name in sorted(ctx.handlers - now):
+        out.append(finding(
+            ctx.node, "restart_pending", "error", name,
+            "runtime '%s' is in the loaded config but the running containerd does not have it (the kubelet "
+            "reports %s in %s): containerd was not restarted after the change, so pods asking for '%s' fail "
+            "now" % (name, ", ".join(sorted(now)), source, name),
+            "restart containerd (systemctl restart containerd), in a drained batch", dict(evidence, runtime=name)))
+    for name in sorted(now - ctx.handlers):
+        out.append(finding(
+            ctx.node, "restart_pending", "warning", name,
+            "runtime '%s' runs now (%s) but is not in the loaded config: the next containerd start drops it"
+            % (name, source),
+            "put '%s' back in the config, or drain its pods before containerd restarts" % name,
+            dict(evidence, runtime=name)))
+    return out
+
+
 @check("restart_pending", ("error", "warning"),
        "error for a loaded runtime the running daemon lacks, or a daemon serving no CRI; warning for a running "
        "runtime the next start drops, and for the start-time fallback",
        "the running daemon (`crictl info`) differs from the loaded config: a restart that did not happen; "
-       "without crictl, a config file newer than the daemon's start (systemd or `/proc/<pid>/stat`)",
+       "without crictl, the runtimes the kubelet reports in the Node's `status.runtimeHandlers` (containerd "
+       "2.x), and a config file newer than the daemon's start (systemd or `/proc/<pid>/stat`)",
        ("running", "loaded"),
        fixed_by("restarts containerd after the role wrote a file, and when a restart for its own runtimes did not "
                 "happen (`crictl info` lacks one or runs another BinaryName, or the daemon started before its "
@@ -130,13 +178,17 @@ def check_restart_pending(ctx):
                else "the config still cannot load it (config_refused): fix the config first"),
             restart if fixed else "fix the config (see config_refused), then " + restart,
             {"crictl_error": running.get("crictl_error"), "endpoint": running.get("endpoint")})]
+    reported, _why = node_reported_runtimes(ctx)
+    by_status = [] if reported is None else _against_node_status(ctx, reported)
     started, newest = running.get("daemon_started"), running.get("config_newest_mtime")
     if started is None or newest is None:
+        if reported is not None:
+            return by_status
         raise NotRun("no start time or no config file mtime: %s" % (running.get("error") or "not reported"))
     # /proc's start time is whole seconds of boot time plus clock ticks: allow for its rounding.
     if newest <= started + 2:
-        return []
-    return [finding(
+        return by_status
+    return by_status + [finding(
         ctx.node, "restart_pending", "warning", "config",
         "a config file changed at %s, after containerd started at %s: the running daemon may lack what the "
         "files say (without crictl the runtimes themselves cannot be compared)" % (_when(newest), _when(started)),
@@ -172,4 +224,7 @@ def need_running(ctx):
         return "the running view was not gathered (a bare dump, or gather_running=false)"
     if running.get("source") in ("crictl", "process") or _cri_unserved(running):
         return None
-    return "no running view: %s" % (running.get("error") or "not reported")
+    reported, why = node_reported_runtimes(ctx)
+    if reported is not None:
+        return None
+    return "no running view: %s; %s" % (running.get("error") or "not reported", why)

@@ -211,6 +211,67 @@ class TestConfigRefused(object):
         assert "dead_imports_glob" in ran
 
 
+class TestRestartPendingByNodeStatus(object):
+    """Without crictl, the Node's status.runtimeHandlers (the kubelet's copy of what the running
+    containerd 2.x loaded) is the running view, when it was read well after the daemon started."""
+    NO_CRICTL = {"source": "none", "error": "crictl not found (crictl_bin=crictl)"}
+
+    def gathered(self, major=2, running=None):
+        return {"loaded": loaded(names=("runc", "nvidia")), "version": "%d.1.9" % major, "version_major": major,
+                "version_minor": 1, "running": dict(running or self.NO_CRICTL)}
+
+    def reported(self, handlers, listed_at=1000000.0):
+        return {"name": "gpu-1", "runtime_handlers": handlers, "listed_at": listed_at}
+
+    def test_a_loaded_runtime_the_kubelet_does_not_report_is_a_restart_that_did_not_happen(self):
+        out = run("restart_pending", ctx(self.gathered(), node_reported=self.reported(["runc"])))
+        assert ids(out) == [("restart_pending", "error", "nvidia")]
+        assert "the kubelet reports runc in Node gpu-1 status.runtimeHandlers" in out[0]["message"]
+        assert out[0]["evidence"]["reported_runtimes"] == ["runc"]
+
+    def test_a_reported_runtime_the_config_dropped_is_a_warning(self):
+        out = run("restart_pending", ctx(self.gathered(), node_reported=self.reported(["kata", "nvidia", "runc"])))
+        assert ids(out) == [("restart_pending", "warning", "kata")]
+
+    def test_the_same_runtimes_are_quiet_and_the_check_runs(self):
+        c = ctx(self.gathered(), node_reported=self.reported(["nvidia", "runc"]))
+        found, ran, skipped = checks.run_checks(c)
+        assert "restart_pending" in ran and not [f for f in found if f["check"] == "restart_pending"]
+
+    @pytest.mark.parametrize("case, why", [
+        ("1.x", "containerd before 2.0"),
+        ("no handlers", "reports no named status.runtimeHandlers"),
+        ("not reported", "reports no named status.runtimeHandlers"),
+        ("from manifests", "not read from the cluster"),
+        ("started just before the list", "too shortly before the Node was read"),
+    ])
+    def test_a_status_that_cannot_show_the_running_daemon_is_not_used(self, case, why):
+        gathered, reported = self.gathered(), self.reported(["runc"])
+        if case == "1.x":
+            gathered = self.gathered(major=1)
+        elif case == "no handlers":
+            reported["runtime_handlers"] = []
+        elif case == "not reported":
+            reported["runtime_handlers"] = None
+        elif case == "from manifests":
+            reported["listed_at"] = None
+        else:
+            gathered["running"]["daemon_started"] = reported["listed_at"] - 30
+        found, ran, skipped = checks.run_checks(ctx(gathered, node_reported=reported))
+        assert "restart_pending" not in ran and why in skipped["restart_pending"], skipped
+        assert not [f for f in found if f["check"] == "restart_pending"]
+
+    def test_with_a_start_time_both_views_speak(self):
+        running = dict(self.NO_CRICTL, source="process", daemon_started=900000.0, config_newest_mtime=950000.0)
+        out = run("restart_pending", ctx(self.gathered(running=running), node_reported=self.reported(["runc"])))
+        assert ids(out) == [("restart_pending", "error", "nvidia"), ("restart_pending", "warning", "config")]
+
+    def test_crictl_wins_over_the_node_status(self):
+        running = {"source": "crictl", "runtimes": ["nvidia", "runc"], "endpoint": "unix:///s"}
+        out = run("restart_pending", ctx(self.gathered(running=running), node_reported=self.reported(["runc"])))
+        assert out == []
+
+
 # --- imports --------------------------------------------------------------------------------
 
 def gathered_imports():

@@ -64,6 +64,18 @@ class TestHostEntry(object):
         entry = rollout.host_entry("n1", lacking, runtimeclasses=gpu_only, nodes=nodes, node_name="n1.example")
         assert entry["status"] == report.FINDINGS and entry["node_object"] is False  # labels unknown: matches
 
+    def test_the_node_status_is_a_running_view_only_for_a_host_this_run_did_not_restart(self):
+        """Nodes are listed before the batch: for a host the role changed, their status predates the restart."""
+        gathered = {"loaded": loaded("nvidia", "runc"), "version": "2.1.9", "version_major": 2, "version_minor": 1,
+                    "running": {"source": "none", "error": "crictl not found"}}
+        nodes = [{"name": "n1", "labels": {}, "runtime_handlers": ["runc"], "listed_at": 1000000.0}]
+        untouched = dict(NOOP, gathered=gathered)
+        entry = rollout.host_entry("n1", untouched, runtimeclasses=RC, nodes=nodes)
+        assert [(f["check"], f["subject"]) for f in entry["findings"]] == [("restart_pending", "nvidia")]
+        assert entry["failing"]
+        entry = rollout.host_entry("n1", dict(WROTE, gathered=gathered), runtimeclasses=RC, nodes=nodes)
+        assert entry["status"] == report.OK and "restart_pending" in entry["checks_skipped"], entry
+
     def test_refused_and_failed_are_failing_without_a_reaudit(self):
         entry = rollout.host_entry("n1", REFUSED, runtimeclasses=RC)
         assert (entry["status"], entry["failing"], entry["findings"]) == (report.REFUSED, True, [])
