@@ -1,7 +1,8 @@
 """Issue 2 end to end: the real containerd 1.6 / 1.7 / 2.1 binaries on configs with drop-ins and
-imports, the real ansible-playbook audit over a multi-node local inventory, the RuntimeClasses
-from the loopback stand-in apiserver (listed once per play), the one-file contract, the demo
-inventory. The built collection tarball: tests/integration/test_release.py."""
+imports, the real ansible-playbook audit over a multi-node local inventory, the RuntimeClasses and
+Nodes from a real kube-apiserver of this module alone (private_cluster; listed once per play), the
+one-file contract, the demo inventory. The built collection tarball: tests/integration/test_release.py."""
+import contextlib
 import glob
 import hashlib
 import json
@@ -13,14 +14,13 @@ import sys
 import pytest
 
 from tests.lib import ansible_run, containerd_bins
-from tests.lib.fake_apiserver import FakeApiServer, write_kubeconfig
+from tests.lib.cluster_objects import Api
 from tests.lib.nodes import Node
 
 pytestmark = pytest.mark.integration
 REPO = ansible_run.REPO
 AUDIT = os.path.join(REPO, "playbooks", "audit.yml")
 CROSSCHECK = os.path.join(REPO, "playbooks", "crosscheck.yml")
-TOKEN = "audit-play-token-4c1d"
 
 V2_MAIN = '''version = 2
 imports = ["{root}/etc/containerd/conf.d/*.toml"]
@@ -58,6 +58,39 @@ def runtimeclass(name, handler, selector=None):
 def kube_node(name, labels):
     return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": labels},
             "status": {"allocatable": {"cpu": "8", "memory": "32Gi"}}}
+
+
+@contextlib.contextmanager
+def on_cluster(cluster, runtimeclasses=(), nodes=()):
+    """RUNTIMECLASSES and NODES (the Kubernetes JSON of runtimeclass() and kube_node()) made on the
+    module's private cluster for the block, and deleted after it: the tests here count every
+    RuntimeClass and Node of the cluster, so each starts on an empty one and leaves it empty."""
+    api = Api(cluster.kubeconfig)
+    try:
+        left = ([r.metadata.name for r in api.node_k8s.list_runtime_class().items]
+                + [n.metadata.name for n in api.core.list_node().items])
+        assert left == [], "objects another test left on the private cluster: %s" % left
+        for obj in runtimeclasses:
+            api.runtimeclass(obj["metadata"]["name"], obj["handler"],
+                             selector=(obj.get("scheduling") or {}).get("nodeSelector"))
+        for obj in nodes:
+            allocatable = obj["status"]["allocatable"]
+            api.node(obj["metadata"]["name"], labels=obj["metadata"]["labels"], cpu=allocatable["cpu"],
+                     memory=allocatable["memory"])
+        yield api
+    finally:
+        try:
+            for obj in runtimeclasses:
+                api.node_k8s.delete_runtime_class(obj["metadata"]["name"])
+            for obj in nodes:
+                api.core.delete_node(obj["metadata"]["name"])
+        finally:
+            api.close()
+
+
+def admin_token_kubeconfig(cluster, path):
+    """(kubeconfig, token): the cluster's admin by bearer token, a secret the output must never show."""
+    return cluster.kubeconfig_for("gpurt-admin", path, auth="token"), cluster.token("gpurt-admin")
 
 
 def healthy(node):
@@ -124,23 +157,50 @@ def test_real_dumps_agree_with_the_premises(fleet):
 
 
 @pytest.fixture(scope="module")
-def audited(fleet):
-    with FakeApiServer(runtimeclasses=fleet["runtimeclasses"], nodes=fleet["kube_nodes"], token=TOKEN) as fake:
-        kubeconfig = write_kubeconfig(str(fleet["base"] / "kubeconfig"), fake.url, token=TOKEN)
+def audited(fleet, private_cluster):
+    kubeconfig, token = admin_token_kubeconfig(private_cluster, str(fleet["base"] / "kubeconfig"))
+    with on_cluster(private_cluster, fleet["runtimeclasses"], fleet["kube_nodes"]):
         before = snapshot(str(fleet["base"]))
         result = ansible_run.playbook(AUDIT, fleet["inventory"], {
             "gpurt_kubeconfig": kubeconfig, "gpurt_report_dir": str(fleet["base"]) + "-reports"}, check=True)
         after = snapshot(str(fleet["base"]))
-        with open(str(fleet["base"]) + "-reports/audit.json") as handle:
-            report = json.load(handle)
-        yield {"result": result, "report": report, "fake": fake, "before": before, "after": after}
+    with open(str(fleet["base"]) + "-reports/audit.json") as handle:
+        report = json.load(handle)
+    return {"result": result, "report": report, "token": token, "before": before, "after": after}
 
 
-def test_cluster_is_listed_once_for_the_whole_play(audited, fleet):
+def listing_results(run):
+    """The results -v prints of the tasks that listed the cluster (each carries api_list_calls)."""
+    out = []
+    for line in run.out.splitlines():
+        head, sep, body = line.partition(" => ")
+        if sep and head.startswith("ok: [") and '"api_list_calls"' in body:
+            out.append((head, json.loads(body)))
+    return out
+
+
+def test_cluster_is_listed_once_for_the_whole_play(audited, fleet, private_cluster, tmp_path):
+    """The run reports its own requests: -v prints the list task's result, api_list_calls and api_requests."""
     assert len(fleet["hosts"]) == 10
-    assert len(audited["fake"].list_requests("runtimeclasses")) == 1
-    assert len(audited["fake"].list_requests("nodes")) == 1
-    assert TOKEN not in audited["result"].text
+    assert audited["token"] not in audited["result"].text
+    kubeconfig, token = admin_token_kubeconfig(private_cluster, str(tmp_path / "kubeconfig"))
+    with on_cluster(private_cluster, fleet["runtimeclasses"], fleet["kube_nodes"]):
+        result = ansible_run.playbook(AUDIT, fleet["inventory"], {
+            "gpurt_kubeconfig": kubeconfig, "gpurt_report_dir": str(tmp_path / "reports")}, check=True,
+            args=("-v",), extra_env={"ANSIBLE_CALLBACK_RESULT_FORMAT": "json"})
+    assert result.rc == 4, result  # the same verdicts as the run without -v
+    assert token not in result.text  # -v prints every result: the bearer token in none of them
+    # One task listed the cluster for the ten hosts (run_once), on the controller ...
+    listings = listing_results(result)
+    assert len(listings) == 1, [head for head, _listed in listings]
+    assert listings[0][0] in ["ok: [%s -> localhost]" % host for host in fleet["hosts"]], listings[0][0]
+    listed = listings[0][1]
+    # ... in two list calls for its two resources, RuntimeClasses and Nodes (each needs one): once each,
+    # one request each (no page, no retry), from the real apiserver.
+    assert (listed["api_list_calls"], listed["api_requests"]) == (2, 2), listed
+    assert (listed["source"], listed["server"]) == ("cluster", private_cluster.server)
+    assert sorted(r["name"] for r in listed["runtimeclasses"]) == ["nvidia", "nvidia-legacy"]
+    assert sorted(n["name"] for n in listed["nodes"]) == fleet["hosts"]
 
 
 def test_exit_code_and_per_node_verdicts(audited):
@@ -360,9 +420,10 @@ def test_audit_that_judged_no_host_fails(tmp_path, inventory_hosts, extra, args,
     assert result.gate_lines()[0].startswith("FAILED: no host to judge")
 
 
-def test_audit_with_no_runtimeclass_fails_unless_allowed(fleet, tmp_path):
-    with FakeApiServer(runtimeclasses=[], nodes=fleet["kube_nodes"], token=TOKEN) as fake:
-        kubeconfig = write_kubeconfig(str(tmp_path / "kubeconfig"), fake.url, token=TOKEN)
+def test_audit_with_no_runtimeclass_fails_unless_allowed(fleet, tmp_path, private_cluster):
+    """A real cluster with Nodes and no RuntimeClass at all."""
+    kubeconfig = private_cluster.kubeconfig
+    with on_cluster(private_cluster, nodes=fleet["kube_nodes"]):
         refused = ansible_run.playbook(AUDIT, fleet["inventory"], {
             "gpurt_kubeconfig": kubeconfig, "gpurt_report_dir": str(tmp_path / "reports")},
             check=True, args=("--limit", "ok-2.1"))
@@ -410,15 +471,14 @@ def test_reports_metrics_and_junit_stay_valid(fleet, tmp_path):
     assert oct(os.stat(str(metrics)).st_mode & 0o777) == "0o644"
 
 
-def test_crosscheck_against_live_cluster(fleet, tmp_path):
+def test_crosscheck_against_live_cluster(fleet, tmp_path, private_cluster):
     rc, out, _err = fleet["nodes"]["ok-2.1"].dump()
     dump = tmp_path / "dump.toml"
     dump.write_text(out)
-    with FakeApiServer(runtimeclasses=[runtimeclass("nvidia", "nvidia"), runtimeclass("cdi", "nvidia-cdi")],
-                       token=TOKEN) as fake:
-        kubeconfig = write_kubeconfig(str(tmp_path / "kubeconfig"), fake.url, token=TOKEN)
-        result = ansible_run.playbook(CROSSCHECK, "localhost,", {"dump_file": str(dump), "gpurt_kubeconfig": kubeconfig})
-    assert result.rc == 2
+    with on_cluster(private_cluster, [runtimeclass("nvidia", "nvidia"), runtimeclass("cdi", "nvidia-cdi")]):
+        result = ansible_run.playbook(CROSSCHECK, "localhost,", {"dump_file": str(dump),
+                                                                 "gpurt_kubeconfig": private_cluster.kubeconfig})
+    assert result.rc == 2, result
     assert result.gate_lines()[0] == "MISSING=nvidia-cdi"
 
 
