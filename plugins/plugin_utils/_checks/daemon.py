@@ -107,11 +107,15 @@ def _against_node_status(ctx, reported):
     evidence = {"reported_runtimes": sorted(now), "loaded_runtimes": sorted(ctx.handlers), "source": source}
     out = []
     for name in sorted(ctx.handlers - now):
+        # By name only, from the kubelet's copy: an error where pods fail now (a RuntimeClass that can land
+        # here asks for it, or it is the default), a warning elsewhere.
+        used = name in ctx.reachable
         out.append(finding(
-            ctx.node, "restart_pending", "error", name,
+            ctx.node, "restart_pending", "error" if used else "warning", name,
             "runtime '%s' is in the loaded config but the running containerd does not have it (the kubelet "
-            "reports %s in %s): containerd was not restarted after the change, so pods asking for '%s' fail "
-            "now" % (name, ", ".join(sorted(now)), source, name),
+            "reports %s in %s): containerd was not restarted after the change, so %s" % (
+                name, ", ".join(sorted(now)), source,
+                "pods asking for '%s' fail now" % name if used else "no pod can use it yet"),
             "restart containerd (systemctl restart containerd), in a drained batch", dict(evidence, runtime=name)))
     for name in sorted(now - ctx.handlers):
         out.append(finding(
@@ -124,8 +128,9 @@ def _against_node_status(ctx, reported):
 
 
 @check("restart_pending", ("error", "warning"),
-       "error for a loaded runtime the running daemon lacks, or a daemon serving no CRI; warning for a running "
-       "runtime the next start drops, and for the start-time fallback",
+       "error for a loaded runtime the running daemon lacks (judged by the Node's status: only where a pod can "
+       "ask for it), or a daemon serving no CRI; warning for a running runtime the next start drops, and for "
+       "the start-time fallback",
        "the running daemon (`crictl info`) differs from the loaded config: a restart that did not happen; "
        "without crictl, the runtimes the kubelet reports in the Node's `status.runtimeHandlers` (containerd "
        "2.x), and a config file newer than the daemon's start (systemd or `/proc/<pid>/stat`)",

@@ -224,10 +224,17 @@ class TestRestartPendingByNodeStatus(object):
         return {"name": "gpu-1", "runtime_handlers": handlers, "listed_at": listed_at}
 
     def test_a_loaded_runtime_the_kubelet_does_not_report_is_a_restart_that_did_not_happen(self):
-        out = run("restart_pending", ctx(self.gathered(), node_reported=self.reported(["runc"])))
+        out = run("restart_pending", ctx(self.gathered(), [rc("nvidia")], node_reported=self.reported(["runc"])))
         assert ids(out) == [("restart_pending", "error", "nvidia")]
         assert "the kubelet reports runc in Node gpu-1 status.runtimeHandlers" in out[0]["message"]
+        assert "pods asking for 'nvidia' fail now" in out[0]["message"]
         assert out[0]["evidence"]["reported_runtimes"] == ["runc"]
+
+    def test_a_runtime_no_runtimeclass_here_asks_for_is_a_warning(self):
+        out = run("restart_pending", ctx(self.gathered(), [rc("nvidia", selector={"gpu": "true"})],
+                                         labels={"gpu": "false"}, node_reported=self.reported(["runc"])))
+        assert ids(out) == [("restart_pending", "warning", "nvidia")]
+        assert "no pod can use it yet" in out[0]["message"]
 
     def test_a_reported_runtime_the_config_dropped_is_a_warning(self):
         out = run("restart_pending", ctx(self.gathered(), node_reported=self.reported(["kata", "nvidia", "runc"])))
@@ -263,7 +270,8 @@ class TestRestartPendingByNodeStatus(object):
 
     def test_with_a_start_time_both_views_speak(self):
         running = dict(self.NO_CRICTL, source="process", daemon_started=900000.0, config_newest_mtime=950000.0)
-        out = run("restart_pending", ctx(self.gathered(running=running), node_reported=self.reported(["runc"])))
+        out = run("restart_pending", ctx(self.gathered(running=running), [rc("nvidia")],
+                                         node_reported=self.reported(["runc"])))
         assert ids(out) == [("restart_pending", "error", "nvidia"), ("restart_pending", "warning", "config")]
 
     def test_crictl_wins_over_the_node_status(self):
