@@ -1,7 +1,10 @@
 # gpurt.runtime_gate: `make demo` runs the demo audit, `make test` runs every test.
 SHELL := /bin/bash
-PYTHON ?= $(shell for p in python3.13 python3.12 python3.11 python3; do \
-	command -v $$p >/dev/null && $$p -c 'import sys; sys.exit(sys.version_info < (3, 11))' && { echo $$p; break; }; done)
+# A pyenv shim whose version is not active prints a page to stderr: each candidate runs quietly.
+ifndef PYTHON
+PYTHON := $(shell for p in python3.13 python3.12 python3.11 python3; do \
+	command -v $$p >/dev/null && $$p -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null && { echo $$p; break; }; done)
+endif
 VENV ?= .venv
 BIN := $(VENV)/bin
 # Binaries are shared between clones on one machine, so CI fetches them once.
