@@ -15,6 +15,8 @@ __metaclass__ = type
 
 from collections.abc import Mapping
 
+from ansible_collections.gpurt.runtime_gate.plugins.module_utils._value_types import type_name as value_type_name
+
 # What a mapping's values must be, for the variables whose values the checks compare as text.
 MAPPING_VALUES = {
     "gpurt_node_labels": ("str",),  # Kubernetes label values are strings; nodeSelector compares strings
@@ -31,22 +33,8 @@ _SHOWN = 60
 
 
 def type_name(value):
-    """The value's type in the words of a YAML/JSON user."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int):
-        return "an integer"
-    if isinstance(value, float):
-        return "a number"
-    if isinstance(value, str):
-        return "an empty string" if not value else "a string"
-    if isinstance(value, Mapping):
-        return "a mapping"
-    if isinstance(value, (list, tuple)):
-        return "a list"
-    return "a %s" % type(value).__name__.lstrip("_")
+    """The value's type in the words of a YAML/JSON user; an empty string is named as one."""
+    return "an empty string" if isinstance(value, str) and not value else value_type_name(value)
 
 
 def shown(value):

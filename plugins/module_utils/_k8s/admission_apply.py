@@ -12,9 +12,8 @@ __metaclass__ = type
 
 import copy
 
-from ansible.module_utils.basic import missing_required_lib
-
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _k8s as kube
+from ansible_collections.gpurt.runtime_gate.plugins.module_utils._k8s.module_session import module_session
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils._k8s.gate_names import (
     GATE_FIELD_MANAGER, PARAMS_CONFIGMAP, PARAMS_NAMESPACE, POLICY_NAME, VALIDATION_ACTIONS)
 
@@ -88,13 +87,7 @@ def run(module):
             configmap, policy, binding = desired(params)
         except ValueError as exc:
             module.fail_json(msg=str(exc), **result)
-    if not kube.HAS_KUBERNETES:
-        module.fail_json(msg=missing_required_lib("kubernetes"), **result)
-    secrets = kube.known_secrets(params)
-    session = None
-    try:
-        session = kube.session_from_params(params)
-        secrets = session.secrets
+    with module_session(module, result) as session:
         why = policy_api_missing(session)
         manager, check = params["field_manager"], module.check_mode
         if params["mode"] == "off":
@@ -108,15 +101,5 @@ def run(module):
             result["objects"].append(_apply(session, "configmaps", configmap, manager, check, params["namespace"]))
             result["objects"].append(_apply(session, "validatingadmissionpolicies", policy, manager, check))
             result["objects"].append(_apply(session, "validatingadmissionpolicybindings", binding, manager, check))
-    except kube.KubeError as exc:
-        result["api_requests"] = session.api_requests if session is not None else 0
-        module.fail_json(msg=secrets.scrub(str(exc)), **result)
-    except Exception as exc:  # a failed result, never a traceback
-        result["api_requests"] = session.api_requests if session is not None else 0
-        module.fail_json(msg=secrets.scrub("unexpected %s: %s" % (type(exc).__name__, exc)), **result)
-    finally:
-        if session is not None:
-            session.close()
-    result["api_requests"] = session.api_requests
     result["changed"] = any(item["action"] != "none" for item in result["objects"])
     module.exit_json(**result)

@@ -14,9 +14,8 @@ __metaclass__ = type
 
 import time
 
-from ansible.module_utils.basic import missing_required_lib
-
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _k8s as kube
+from ansible_collections.gpurt.runtime_gate.plugins.module_utils._k8s.module_session import module_session
 
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils._k8s.gate_names import (
     CHECKED_AT, LABEL_FIELD_MANAGER as FIELD_MANAGER, LABEL_PREFIX, TIME_FORMAT)
@@ -74,27 +73,11 @@ def run(module):
         wanted = [_wanted(item) for item in params["nodes"]]
     except ValueError as exc:
         module.fail_json(msg=str(exc), **result)
-    if not kube.HAS_KUBERNETES:
-        module.fail_json(msg=missing_required_lib("kubernetes"), **result)
-    secrets = kube.known_secrets(params)
-    session = None
     checked_at = time.strftime(TIME_FORMAT, time.gmtime())
     result["checked_at"] = checked_at
-    try:
-        session = kube.session_from_params(params)
-        secrets = session.secrets
+    with module_session(module, result) as session:
         for name, labels in wanted:
             result["nodes"].append(label_node(session, name, labels, checked_at, params["field_manager"],
                                               module.check_mode))
-    except kube.KubeError as exc:
-        result["api_requests"] = session.api_requests if session is not None else 0
-        module.fail_json(msg=secrets.scrub(str(exc)), **result)
-    except Exception as exc:  # a failed result, never a traceback
-        result["api_requests"] = session.api_requests if session is not None else 0
-        module.fail_json(msg=secrets.scrub("unexpected %s: %s" % (type(exc).__name__, exc)), **result)
-    finally:
-        if session is not None:
-            session.close()
-    result["api_requests"] = session.api_requests
     result["changed"] = any(item["action"] == "labeled" for item in result["nodes"])
     module.exit_json(**result)

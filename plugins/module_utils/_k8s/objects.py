@@ -19,6 +19,7 @@ import json
 import os
 
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _host_paths as host_paths
+from ansible_collections.gpurt.runtime_gate.plugins.module_utils._value_types import type_name
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils._k8s.gate_names import CHECKED_AT
 
 try:
@@ -50,49 +51,31 @@ def _object_name(obj, kind, source):
     return name
 
 
-def _yaml_type(value):
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int):
-        return "an integer"
-    if isinstance(value, float):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, dict):
-        return "a mapping"
-    if isinstance(value, list):
-        return "a list"
-    return "a %s" % type(value).__name__
-
-
 def runtimeclass_type_error(obj):
     """Why a RuntimeClass's field has a type the apiserver would refuse (its nodeSelector values,
     handler, overhead, tolerations), or None. A wrong-typed field is never read as absent: a
     nodeSelector value `true` would silently select no node."""
     handler = obj.get("handler")
     if handler is not None and not isinstance(handler, str):
-        return "handler must be a string, got %s: %r" % (_yaml_type(handler), handler)
+        return "handler must be a string, got %s: %r" % (type_name(handler), handler)
     for field, value, kind in (("scheduling", obj.get("scheduling"), dict), ("overhead", obj.get("overhead"), dict)):
         if value is not None and not isinstance(value, kind):
-            return "%s must be a mapping, got %s" % (field, _yaml_type(value))
+            return "%s must be a mapping, got %s" % (field, type_name(value))
     scheduling = _mapping(obj.get("scheduling"))
     selector = scheduling.get("nodeSelector")
     if selector is not None:
         if not isinstance(selector, dict):
-            return "scheduling.nodeSelector must be a mapping, got %s" % _yaml_type(selector)
+            return "scheduling.nodeSelector must be a mapping, got %s" % type_name(selector)
         for key, value in selector.items():
             if not isinstance(value, str):
                 return ("scheduling.nodeSelector[%r] must be a string, got %s: %r (quote it: \"%s\")"
-                        % (key, _yaml_type(value), value, str(value).lower() if isinstance(value, bool) else value))
+                        % (key, type_name(value), value, str(value).lower() if isinstance(value, bool) else value))
     tolerations = scheduling.get("tolerations")
     if tolerations is not None and not isinstance(tolerations, list):
-        return "scheduling.tolerations must be a list, got %s" % _yaml_type(tolerations)
+        return "scheduling.tolerations must be a list, got %s" % type_name(tolerations)
     pod_fixed = _mapping(obj.get("overhead")).get("podFixed")
     if pod_fixed is not None and not isinstance(pod_fixed, dict):
-        return "overhead.podFixed must be a mapping, got %s" % _yaml_type(pod_fixed)
+        return "overhead.podFixed must be a mapping, got %s" % type_name(pod_fixed)
     return None
 
 
