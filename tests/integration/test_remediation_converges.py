@@ -105,6 +105,9 @@ def loaded(node, config_rel=None):
     doc = tomllib.loads(out)
     plugins = doc.get("plugins", {})
     cri = plugins.get("io.containerd.cri.v1.runtime") or plugins.get("io.containerd.grpc.v1.cri") or {}
+    # containerd 1.6 lists the files it merged (imports) in no fixed order from one dump to the next
+    if "imports" in doc:
+        doc["imports"] = sorted(doc["imports"])
     return cri.get("containerd", {}).get("runtimes", {}), cri, doc
 
 
