@@ -135,15 +135,12 @@ def _runc_type(table):
     return isinstance(table, dict) and (table.get("runtime_type") or "") in containerd_facts.RUNC_TYPES
 
 
-def cgroup_mismatches(node, gathered, specs):
+def cgroup_mismatches(node, specs):
     """[(runtime, loaded SystemdCgroup, wanted)] for runc-type runtimes the role does not register whose
     SystemdCgroup (absent = false) disagrees with the kubelet's cgroupDriver."""
-    try:
-        want = kubelet_systemd_cgroup(gathered)
-    except Refusal:
+    want = _kubelet_wants(node)
+    if want is None or want == "unreadable":
         return []  # no driver to align with; the audit says why
-    if want is None:
-        return []
     mine = set(s["name"] for s in specs)
     runtimes = get_in(_loaded_cri(node), "containerd", "runtimes") or {}
     out = []
@@ -161,7 +158,7 @@ def needed(node, gathered, specs, opts, notes):
     the plan reads: node.cgroup_align, node.restores, node.cri_section (1.x)."""
     node.cgroup_align = {}
     node.restores = []
-    mismatches = cgroup_mismatches(node, gathered, specs)
+    mismatches = cgroup_mismatches(node, specs)
     if mismatches and opts.get("align_runc_cgroup"):
         node.cgroup_align = dict((name, want) for name, _have, want in mismatches)
         notes.append("SystemdCgroup of %s set to %s to match the kubelet's cgroupDriver (%s); a disruptive change: "
@@ -220,11 +217,14 @@ def needed(node, gathered, specs, opts, notes):
 
 def _kubelet_wants(node):
     """SystemdCgroup the kubelet's cgroupDriver asks for, None without a kubelet config, or "unreadable"
-    for a config that names no driver (no declared value can be judged safe then: the loaded one stays)."""
-    try:
-        return kubelet_systemd_cgroup(node.gathered)
-    except Refusal:
-        return "unreadable"
+    for a config that names no driver (no declared value can be judged safe then: the loaded one stays).
+    Read once per node: the plan asks for it several times."""
+    if not hasattr(node, "kubelet_cgroup_want"):
+        try:
+            node.kubelet_cgroup_want = kubelet_systemd_cgroup(node.gathered)
+        except Refusal:
+            node.kubelet_cgroup_want = "unreadable"
+    return node.kubelet_cgroup_want
 
 
 def keep_loaded_cgroup(section, loaded, mine, aligned, want=None):
