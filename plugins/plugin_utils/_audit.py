@@ -27,13 +27,17 @@ def gathered_from_dump(text, source="dump"):
         raise AuditInputError(str(exc))
 
 
-def node_facts(name, nodes=None, labels=None, allocatable=None):
-    """(labels, allocatable) for a node: explicit values win, then its Node object."""
-    node = None
+def node_object(name, nodes):
+    """The listed Node object named name, or None."""
     for candidate in nodes or []:
         if candidate.get("name") == name:
-            node = candidate
-            break
+            return candidate
+    return None
+
+
+def node_facts(name, nodes=None, labels=None, allocatable=None):
+    """(labels, allocatable) for a node: explicit values win, then its Node object."""
+    node = node_object(name, nodes)
     if labels is None and node is not None:
         labels = node.get("labels") or {}
     if allocatable is None and node is not None:
@@ -44,11 +48,10 @@ def node_facts(name, nodes=None, labels=None, allocatable=None):
 def node_reported(name, nodes):
     """What the Node object of a node says of its running containerd (its status.runtimeHandlers as the
     kubelet read them, and when the cluster was listed), for restart_pending; None without one."""
-    for candidate in nodes or []:
-        if candidate.get("name") == name:
-            return {"name": name, "runtime_handlers": candidate.get("runtime_handlers"),
-                    "listed_at": candidate.get("listed_at")}
-    return None
+    node = node_object(name, nodes)
+    if node is None:
+        return None
+    return {"name": name, "runtime_handlers": node.get("runtime_handlers"), "listed_at": node.get("listed_at")}
 
 
 def not_checked_reason(result):
