@@ -29,11 +29,13 @@ sys.path.insert(0, REPO)
 
 from tests.lib import containerd_bins  # noqa: E402
 from tests.lib.ansible_run import Run  # noqa: E402  (recap parsing)
-from tests.lib.fake_apiserver import FakeApiServer, write_kubeconfig  # noqa: E402
+from tests.lib import cluster_objects, real_cluster  # noqa: E402
 
-TOKEN = "benchmark-token-3f9a"
 # audit / bare at these sizes (issue 11), measured on the same run
 TARGETS = {10: 1.4, 200: 1.15}
+# USER_AGENT of plugins/module_utils/_k8s/session.py: how the apiserver's audit log tells the
+# modules' requests from the benchmark's own (a mismatch shows as 0 list calls, goal NOT MET)
+MODULE_USER_AGENT = "gpurt.runtime_gate"
 PAGE_SIZE = 500  # the list modules' default page_size
 VERSIONS = ("2.1", "1.7")  # node i runs VERSIONS[i % 2]
 RESOURCES = ("runtimeclasses", "nodes")
@@ -177,17 +179,77 @@ def build_node(nodes_dir, name, version):
     return root
 
 
-def node_object(name, version):
-    full = {"1.7": "1.7.24", "2.1": "2.1.9"}[version]
-    return {
-        "metadata": {"name": name, "labels": {"pool": "gpu", "kubernetes.io/hostname": name}},
-        "status": {
-            "allocatable": {"cpu": "8", "memory": "32Gi", "pods": "110"},
-            "runtimeHandlers": [{"name": n, "features": {"recursiveReadOnlyMounts": False, "userNamespaces": False}}
-                                for n in [""] + RUNTIMES],
-            "nodeInfo": {"containerRuntimeVersion": "containerd://%s" % full, "kubeletVersion": "v1.33.1"},
-        },
-    }
+NODE_VERSIONS = {"1.7": "1.7.24", "2.1": "2.1.9"}
+
+
+class BenchCluster(object):
+    """A real control plane (tests/lib/real_cluster.py) in WORKDIR/cluster whose kube-apiserver writes
+    an audit log of the requests of AUDITED_USER: the benchmark counts the audit's list calls from
+    what the apiserver itself recorded, by the module's User-Agent."""
+
+    AUDITED_USER = "gpurt-admin"
+    POLICY = """\
+apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived]
+rules:
+  - level: Metadata
+    users: [%s]
+  - level: None
+"""
+
+    def __init__(self, workdir):
+        missing = real_cluster.missing_binaries()
+        if missing:
+            raise SystemExit("%s not built in %s: run `make setup` first" % (", ".join(missing), real_cluster.bin_dir()))
+        directory = os.path.join(workdir, "cluster")
+        os.makedirs(directory, exist_ok=True)
+        policy = os.path.join(directory, "audit-policy.yaml")
+        with open(policy, "w") as handle:
+            handle.write(self.POLICY % self.AUDITED_USER)
+        self.audit_log = os.path.join(directory, "apiserver-audit.log")
+        self.cluster = real_cluster.Cluster(directory, apiserver_args=[
+            "--audit-policy-file", policy, "--audit-log-path", self.audit_log, "--audit-log-mode", "blocking",
+            "--audit-log-maxsize", "0"]).up()
+        self.kubeconfig = self.cluster.kubeconfig_for(
+            self.AUDITED_USER, os.path.join(workdir, "kubeconfig"), auth="token")
+        self.api = cluster_objects.Api(self.cluster.kubeconfig)
+        self.nodes = set()
+        for rc in RUNTIMECLASSES:
+            self.api.runtimeclass(rc["metadata"]["name"], rc["handler"], overhead=rc["overhead"]["podFixed"]
+                                  if "overhead" in rc else None, selector=rc["scheduling"]["nodeSelector"])
+        self._offset = 0
+
+    def set_nodes(self, names_and_versions):
+        """Exactly these Nodes (name, containerd version) exist, each with labels, allocatable and
+        status.runtimeHandlers written through the status subresource."""
+        wanted = dict(names_and_versions)
+        for name in sorted(self.nodes - set(wanted)):
+            self.api.core.delete_node(name)
+            self.nodes.discard(name)
+        for name in sorted(set(wanted) - self.nodes):
+            self.api.node(name, labels={"pool": "gpu"}, cpu="8", memory="32Gi", handlers=RUNTIMES,
+                          runtime_version="containerd://%s" % NODE_VERSIONS[wanted[name]])
+            self.nodes.add(name)
+
+    def reset_requests(self):
+        self._offset = os.path.getsize(self.audit_log) if os.path.exists(self.audit_log) else 0
+
+    def requests(self):
+        """The audit events since reset_requests() of requests the gpurt modules made."""
+        time.sleep(0.2)  # the last ResponseComplete event is written just after the response
+        events = []
+        with open(self.audit_log) as handle:
+            handle.seek(self._offset)
+            for line in handle:
+                event = json.loads(line)
+                if event.get("userAgent", "").startswith(MODULE_USER_AGENT):
+                    events.append(event)
+        return events
+
+    def stop(self):
+        self.api.close()
+        self.cluster.down()
 
 
 class Fleet(object):
@@ -197,7 +259,7 @@ class Fleet(object):
         nodes_dir = os.path.join(workdir, "nodes")
         self.hosts = {}
         self.versions = {}
-        self.node_objects = []
+        self.node_specs = []
         for index in range(size):
             name = "gpu-%03d" % index
             version = VERSIONS[index % len(VERSIONS)]
@@ -208,7 +270,7 @@ class Fleet(object):
                 "gpurt_containerd_config_path": os.path.join(root, "etc/containerd/config.toml"),
                 "gpurt_kubelet_config_path": os.path.join(root, "var/lib/kubelet/config.yaml"),
             }
-            self.node_objects.append(node_object(name, version))
+            self.node_specs.append((name, version))
         self.bare_playbook = os.path.join(workdir, "bare.yml")
         with open(self.bare_playbook, "w") as handle:
             handle.write(BARE_PLAYBOOK)
@@ -391,15 +453,16 @@ def audit_verdict(run, n, report_dir):
     return not problems, "; ".join(problems)
 
 
-def api_counts(server):
-    """{resource: (list calls, all requests)}; a list call is a GET of the collection without
-    a continue token. "other" counts requests outside the two resources (discovery)."""
+def api_counts(events):
+    """{resource: (list calls, all requests)} from the apiserver's audit events; a list call is a list
+    of the collection without a continue token. "other" counts requests outside the two resources
+    (discovery)."""
     counts = dict((res, [0, 0]) for res in RESOURCES + ("other",))
-    for r in list(server.requests):
-        res = r.get("resource") if r.get("resource") in RESOURCES else "other"
+    for event in events:
+        res = (event.get("objectRef") or {}).get("resource")
+        res = res if res in RESOURCES else "other"
         counts[res][1] += 1
-        if (res != "other" and r.get("method", "GET") == "GET" and r.get("name") is None
-                and not r["query"].get("continue")):
+        if res != "other" and event.get("verb") == "list" and "continue=" not in event.get("requestURI", ""):
             counts[res][0] += 1
     return dict((res, tuple(c)) for res, c in counts.items())
 
@@ -503,14 +566,15 @@ def main(argv=None):
         workdir, args.forks, args.repeat, os.cpu_count() or 0, load_start[0], load_start[1], load_start[2],
         args.ansible_playbook), flush=True)
     fleet = Fleet(workdir, max(sizes + [2]))
-    server = FakeApiServer(runtimeclasses=RUNTIMECLASSES, token=TOKEN).start()
-    kubeconfig = write_kubeconfig(os.path.join(workdir, "kubeconfig"), server.url, token=TOKEN)
+    print("starting a real control plane (etcd, kube-apiserver, kube-scheduler) in %s/cluster" % workdir, flush=True)
+    cluster = BenchCluster(workdir)
+    kubeconfig = cluster.kubeconfig
     rows = []
     all_ok = True
     loads = [load_start[0]]
     try:
         def measure(n, measured=True):
-            server.set_objects("nodes", fleet.node_objects[:n])
+            cluster.set_nodes(fleet.node_specs[:n])
             report_dir = os.path.join(workdir, "reports-%d" % n)
             inventory = fleet.inventory(n, kubeconfig, report_dir)
             samples = {"bare": [], "audit": [], "bare_cpu": [], "audit_cpu": [], "bare_mem": [], "audit_mem": []}
@@ -525,10 +589,10 @@ def main(argv=None):
                         verdicts.append(("bare",) + bare_verdict(run, n) + (run,))
                     else:
                         shutil.rmtree(report_dir, ignore_errors=True)
-                        server.reset_requests()
+                        cluster.reset_requests()
                         run, wall, cpu = run_playbook(args.ansible_playbook, audit_playbook, inventory, env, True,
                                                       memory=memory)
-                        api.append(api_counts(server))
+                        api.append(api_counts(cluster.requests()))
                         verdicts.append(("audit",) + audit_verdict(run, n, report_dir) + (run,))
                     samples[kind].append(wall)
                     samples[kind + "_cpu"].append(cpu)
@@ -621,7 +685,7 @@ def main(argv=None):
         if args.profile:
             big = max(rows, key=lambda r: r["n"])
             n = big["n"]
-            server.set_objects("nodes", fleet.node_objects[:n])
+            cluster.set_nodes(fleet.node_specs[:n])
             inventory = fleet.inventory(n, kubeconfig, os.path.join(workdir, "reports-profile"))
             for kind, playbook, check in (("bare", fleet.bare_playbook, False), ("audit", audit_playbook, True)):
                 junit_dir = os.path.join(workdir, "junit-%s" % kind)
@@ -639,7 +703,7 @@ def main(argv=None):
                     print("  %6.2f s span  %s  %3d hosts  %s" % (span, per_host, hosts, task))
                 print("  %6.2f s outside tasks (startup, parsing, play setup, stats, junit write)" % (wall - total))
     finally:
-        server.stop()
+        cluster.stop()
         if not args.keep and not args.workdir:
             shutil.rmtree(workdir, ignore_errors=True)
         else:

@@ -414,25 +414,6 @@ def test_an_identity_that_may_not_impersonate_is_refused(cluster, ansible_env, t
     assert cluster["audit_token"] not in output
 
 
-def test_fake_apiserver_runs_as_a_process(tmp_path):
-    """Stand-in: the stand-in itself, as benchmarks/audit_scale.py starts it."""
-    data = tmp_path / "data.json"
-    data.write_text(json.dumps({"runtimeclasses": RUNTIMECLASSES, "nodes": NODES}))
-    port_file, kubeconfig = tmp_path / "port", tmp_path / "kubeconfig"
-    proc = subprocess.Popen([sys.executable, os.path.join(REPO, "tests", "lib", "fake_apiserver.py"),
-                             "--data", str(data), "--token", TOKEN, "--port-file", str(port_file),
-                             "--kubeconfig", str(kubeconfig)], stdout=subprocess.PIPE, universal_newlines=True)
-    try:
-        line = proc.stdout.readline()
-        port = int(port_file.read_text())
-        assert line.strip() == "FAKE_APISERVER_URL=http://127.0.0.1:%d" % port
-        with kube.session_from_params(dict(kubeconfig=str(kubeconfig)), environ={}) as client:
-            assert len(client.list_all("nodes")) == len(NODES)
-    finally:
-        proc.terminate()
-        assert proc.wait(timeout=10) == 0
-
-
 # ----- a token ending in a newline, from every source, never printed ----------------------
 
 NEWLINE_TOKEN = "s3cr3t-nl-token-4d2c9e"

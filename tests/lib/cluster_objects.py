@@ -45,7 +45,8 @@ class Api(object):
                 raise
             return self.node_k8s.read_runtime_class(name)
 
-    def node(self, name, labels=None, cpu="1", memory="4Gi", handlers=None, kwok=False):
+    def node(self, name, labels=None, cpu="1", memory="4Gi", handlers=None, kwok=False,
+             runtime_version="containerd://2.3.7"):
         """A Node made through the API. Its status goes through the status subresource as a kubelet
         writes it: capacity, allocatable, Ready, and `runtimeHandlers` when HANDLERS is given (with
         the default handler "" first, as containerd 2.x reports). With KWOK kwok's controller marks it
@@ -60,7 +61,7 @@ class Api(object):
                 raise
         resources = {"cpu": cpu, "memory": memory, "pods": "110"}
         status = {"capacity": resources, "allocatable": resources,
-                  "nodeInfo": {"kubeletVersion": "v1.37.2", "containerRuntimeVersion": "containerd://2.3.7",
+                  "nodeInfo": {"kubeletVersion": "v1.37.2", "containerRuntimeVersion": runtime_version,
                                "architecture": "amd64", "operatingSystem": "linux", "bootID": "", "machineID": "",
                                "systemUUID": "", "kernelVersion": "", "osImage": "", "kubeProxyVersion": ""}}
         if not kwok:

@@ -41,24 +41,15 @@ presence: never the token, content type, user agent, Impersonate-User and Impers
 values, the decoded body of writes) so tests can count list calls. Scripted steps apply to the
 object requests of a resource too. list_requests() returns list requests only;
 object_requests() the requests for single objects.
-
-Command line (for the benchmark/demo):
-    python tests/lib/fake_apiserver.py --data DATA.json --token T [--port 0]
-        [--port-file F] [--url-file F] [--kubeconfig F] [--tls]
-DATA.json is {"runtimeclasses": [...], "nodes": [...]}. Prints "FAKE_APISERVER_URL=<url>"
-and runs until SIGINT/SIGTERM.
 """
 
-import argparse
 import base64
 import copy
 import json
 import os
 import shutil
-import signal
 import ssl
 import subprocess
-import sys
 import re
 import tempfile
 import threading
@@ -1039,39 +1030,3 @@ def _write_atomically(path, text):
     with open(tmp, "w") as handle:
         handle.write(text)
     os.replace(tmp, path)
-
-
-def main(argv=None):
-    parser = argparse.ArgumentParser(description="Stand-in for kube-apiserver (RuntimeClass and Node lists only).")
-    parser.add_argument("--data", help='JSON file {"runtimeclasses": [...], "nodes": [...]}')
-    parser.add_argument("--token", default="fake-apiserver-token", help="the bearer token clients must send")
-    parser.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (0: any free port)")
-    parser.add_argument("--port-file", help="write the port number here once listening")
-    parser.add_argument("--url-file", help="write the URL here once listening")
-    parser.add_argument("--kubeconfig", help="write a kubeconfig (context 'fake') for this server here")
-    parser.add_argument("--tls", action="store_true", help="serve HTTPS with a self-signed cert (needs openssl)")
-    args = parser.parse_args(argv)
-    data = {}
-    if args.data:
-        with open(args.data) as handle:
-            data = json.load(handle)
-    server = FakeApiServer(data.get("runtimeclasses", []), data.get("nodes", []), token=args.token,
-                           port=args.port, tls=args.tls).start()
-    if args.kubeconfig:
-        write_kubeconfig(args.kubeconfig, server.url, token=args.token, certificate_authority=server.ca_file)
-    if args.url_file:
-        _write_atomically(args.url_file, server.url + "\n")
-    if args.port_file:
-        _write_atomically(args.port_file, "%d\n" % server.port)
-    print("FAKE_APISERVER_URL=%s" % server.url, flush=True)
-    stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    signal.signal(signal.SIGINT, lambda *_: stop.set())
-    while not stop.wait(0.5):
-        pass
-    server.stop()
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
