@@ -41,7 +41,7 @@ version = 3
   runtime_type = "io.containerd.runc.v2"
 
 [plugins."io.containerd.cri.v1.runtime".containerd.runtimes.nvidia.options]
-  BinaryName = "{{ gpurt_root }}/usr/bin/nvidia-container-runtime"
+  BinaryName = "{{ bench_root }}/usr/bin/nvidia-container-runtime"
 """
 MINIMAL_PLAYBOOK = """\
 ---
@@ -52,7 +52,7 @@ MINIMAL_PLAYBOOK = """\
   tasks:
     - name: Write the drop-in
       ansible.builtin.copy:
-        dest: "{{ gpurt_root }}/etc/containerd/conf.d/99-nvidia.toml"
+        dest: "{{ bench_root }}/etc/containerd/conf.d/99-nvidia.toml"
         content: |
 %s
         mode: "0644"
@@ -82,7 +82,7 @@ def inventory(workdir, names, binary, manifests):
     for name in names:
         root = os.path.join(workdir, "nodes", name)
         hosts[name] = {
-            "gpurt_root": root,
+            "bench_root": root,
             "gpurt_containerd_bin": binary,
             "gpurt_containerd_config_path": os.path.join(root, "etc/containerd/config.toml"),
             "gpurt_kubelet_config_path": os.path.join(root, "var/lib/kubelet/config.yaml"),
@@ -222,7 +222,7 @@ def main(argv=None):
             if loaded_everywhere(workdir, names, real_binary) != names:
                 problems.append(("remediate --check, bare nodes", "check mode wrote a file"))
             run, t_bare, calls["remediate"] = play(remediate, names)
-            problems.append(("remediate, bare nodes", verdict(run, n, 2)))
+            problems.append(("remediate, bare nodes", verdict(run, n, 3)))
             missing = loaded_everywhere(workdir, names, real_binary)
             if missing:
                 problems.append(("remediate, bare nodes", "nvidia not loaded on %d nodes" % len(missing)))

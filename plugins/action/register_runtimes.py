@@ -11,11 +11,14 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible.errors import AnsibleError
+from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _node_options as node_options
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _parse_gathered as parse_gathered
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _remediation as remediation
+from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _role_inputs as role_inputs
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _user_words as user_words
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils._remediation import ownership_gate
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils._remediation import restart_proof
@@ -33,6 +36,7 @@ ARGUMENT_SPEC = dict(
     cdi_spec_dirs=dict(type="list", elements="str"),
     dropin_dirs=dict(type="list", elements="str"),
     host_vars=dict(type="bool", default=True),
+    role_vars=dict(type="bool", default=False),
 )
 
 # What every node step takes besides its own arguments: the per-node options of the audit's gather
@@ -67,13 +71,20 @@ class ActionModule(ActionBase):
     def _run_steps(self, tmp=None, task_vars=None):
         task_vars = task_vars or {}
         result = super(ActionModule, self).run(tmp, task_vars)
-        _validation, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
         host = task_vars.get("inventory_hostname", "node")
+        given = self._task.args
+        if given.get("role_vars"):
+            try:
+                given, args = self._from_role_vars(task_vars)
+            except role_inputs.RoleInputError as exc:
+                return self._refused(result, host, [str(exc)], "input")
+        else:
+            _validation, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
         if args.get("after_restart") is not None:
             return self._after_restart(result, host, task_vars, args)
         if args["host_vars"]:  # the audit's per-node variables: the re-audit judges as the audit does
             try:
-                args.update(node_options.from_host_vars(self._task.args, task_vars, self._templar))
+                args.update(node_options.from_host_vars(given, task_vars, self._templar))
             except node_options.HostVarError as exc:
                 return self._refused(result, host, [str(exc)], "input")
         try:
@@ -151,6 +162,25 @@ class ActionModule(ActionBase):
         result["backup_dir"] = written.get("backup_dir")
         result["msg"] = "wrote %s" % ", ".join(written.get("written") + ["removed " + p for p in written.get("removed")])
         return self._done(result, written, changed=True)
+
+    def _from_role_vars(self, task_vars):
+        """(the arguments given, validated) from the role's variables (role_vars=true), the task's own
+        arguments over them; RoleInputError with every problem, named by variable."""
+        spec = role_inputs.validation_spec()
+        try:
+            values = self._templar.template(role_inputs.given_variables(task_vars, spec))
+            fallbacks = self._templar.template(role_inputs.fallback_variables(task_vars))
+        except AnsibleError as exc:
+            raise role_inputs.RoleInputError("a variable of the role does not resolve: %s" % exc)
+        checked = ArgumentSpecValidator(spec).validate(values)
+        if checked.error_messages:
+            raise role_inputs.RoleInputError("the role's variables are not valid: %s" % "; ".join(checked.error_messages))
+        given = role_inputs.module_args(checked.validated_parameters, ARGUMENT_SPEC, fallbacks, values)
+        given.update(self._task.args)
+        validated = ArgumentSpecValidator(ARGUMENT_SPEC).validate(given)
+        if validated.error_messages:
+            raise role_inputs.RoleInputError("; ".join(validated.error_messages))
+        return given, validated.validated_parameters
 
     def _would_write(self, result, staged):
         """Check mode: the staged tree's gather stands for what the write would return."""

@@ -209,6 +209,15 @@ options:
         takes them, so the re-audit judges the node as the audit does."
     type: bool
     default: true
+  role_vars:
+    description:
+      - "Take every option the task leaves out from the C(gpurt.runtime_gate.containerd_runtime) role's variable
+        C(containerd_runtime_<option>), checked first against the role's argument spec (the role's own task sets
+        this). A null variable leaves its option out, so O(host_vars) and the defaults apply; C(gpurt_host_root)
+        stands for a null C(containerd_runtime_host_root); C(containerd_runtime_nvidia_cdi) is added to the
+        runtimes when C(containerd_runtime_enable_nvidia_cdi) is true."
+    type: bool
+    default: false
   after_restart:
     description:
       - The registered result of this task, given by the handler after the restart. The running containerd

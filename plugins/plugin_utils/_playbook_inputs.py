@@ -70,12 +70,15 @@ def known_names(doc):
     return names
 
 
+def validation_options(specs):
+    """{name: spec} as ansible's argument spec validation takes it: descriptions left out."""
+    return dict((name, dict((k, v) for k, v in (spec or {}).items() if k in _VALIDATED_KEYS))
+                for name, spec in specs.items())
+
+
 def validation_spec(doc, playbook):
     """The playbook's options as ansible.builtin.validate_argument_spec takes them."""
-    out = {}
-    for name, spec in options(doc, playbook).items():
-        out[name] = dict((k, v) for k, v in (spec or {}).items() if k in _VALIDATED_KEYS)
-    return out
+    return validation_options(options(doc, playbook))
 
 
 def closest(name, candidates):

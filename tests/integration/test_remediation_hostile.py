@@ -241,3 +241,23 @@ def test_a_kubelet_driver_the_kubelet_does_not_know_is_refused_until_the_variabl
     assert result.rc == 0, result
     rc, out, _err = node.dump()
     assert rc == 0 and "SystemdCgroup = true" in out
+
+
+@pytest.mark.parametrize("variable, value, expected", [
+    ("containerd_runtime_timeout", "soon", "'containerd_runtime_timeout' is of type str"),
+    ("containerd_runtime_migrate", "sometimes", "containerd_runtime_migrate must be one of: auto, always, never"),
+    ("containerd_runtime_restart_timeout", "later", "'containerd_runtime_restart_timeout' is of type str"),
+])
+def test_remediate_refuses_a_role_variable_it_cannot_use_before_anything_runs(tmp_path, containerd, variable, value,
+                                                                               expected):
+    """remediate.yml skips the role's automatic validation (the action checks the variables against the
+    same spec, once): a bad value still stops the host before a byte changes, named by its variable,
+    the restart handler's own variables included."""
+    node, inventory, _unused = one_node(tmp_path)
+    before = shapes.tree(node.root)
+    result = run(os.path.join(ansible_run.REPO, "playbooks", "remediate.yml"), inventory, gpurt_reaudit=False, gpurt_list_nodes=False,
+                 **{variable: value})
+    assert result.rc == 2, result
+    assert "refused, nothing was written" in words(result) and expected in words(result), result
+    assert "Traceback" not in result.text
+    assert shapes.tree(node.root) == before
