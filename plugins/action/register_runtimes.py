@@ -175,7 +175,7 @@ class ActionModule(ActionBase):
         checked = ArgumentSpecValidator(spec).validate(values)
         if checked.error_messages:
             raise role_inputs.RoleInputError("the role's variables are not valid: %s" % "; ".join(checked.error_messages))
-        given = role_inputs.module_args(checked.validated_parameters, ARGUMENT_SPEC, fallbacks, values)
+        given = role_inputs.module_args(checked.validated_parameters, remediation.ARGUMENT_SPEC, fallbacks, values)
         given.update(self._task.args)
         validated = ArgumentSpecValidator(ARGUMENT_SPEC).validate(given)
         if validated.error_messages:

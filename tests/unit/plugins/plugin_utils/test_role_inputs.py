@@ -5,7 +5,7 @@ import yaml
 
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
-from ansible_collections.gpurt.runtime_gate.plugins.action.register_runtimes import ARGUMENT_SPEC
+from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils._remediation import ARGUMENT_SPEC
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _role_inputs as role_inputs
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
@@ -42,7 +42,8 @@ def test_the_defaults_leave_the_per_node_options_to_the_host_variables():
     assert args["runtimes"] == [{"name": "nvidia", "binary_name": "/usr/bin/nvidia-container-runtime"}]
     assert (args["dropin_glob"], args["dropin_prefix"], args["backup_dir"], args["service_name"]) == (
         "*.toml", "zz-", "/var/backups/gpurt-runtime-gate", "containerd")
-    assert "restart_command" in args and "restart_timeout" not in args  # a handler's, not the module's
+    # the handlers' variables are not the module's options (containerd_runtime_after_restart_tasks is no after_restart)
+    assert not set(args) & {"restart_command", "restart_timeout", "after_restart", "after_restart_tasks"}, args
 
 
 def test_set_variables_become_options():
