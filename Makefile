@@ -84,7 +84,7 @@ integration: setup
 
 # ansible-test sanity, then ansible-lint
 sanity: setup
-	BIN=$(CURDIR)/$(BIN) tests/sanity/run
+	GPURT_CACHE=$(GPURT_CACHE) BIN=$(CURDIR)/$(BIN) tests/sanity/run
 
 lint: setup
 	$(BIN)/ansible-lint --offline -q playbooks roles inventory/demo/prepare.yml

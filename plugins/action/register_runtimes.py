@@ -113,23 +113,26 @@ class ActionModule(ActionBase):
                 result["warnings"].append("%s: restarting containerd: %s" % (host, pending))
             return self._done(result, gathered, changed=bool(pending))
 
+        # One node call reports who owns the planned files and stages them; a second stage follows only
+        # when that evidence moves the plan (another drop-in dir, a generator's template).
+        staged = self._stage(task_vars, gathered, the_plan, owned_paths=ownership_gate.evidence_paths(the_plan, gathered))
         try:
-            gathered, the_plan = self._owned(task_vars, gathered, the_plan)
+            gathered, the_plan, replanned = self._owned(task_vars, gathered, the_plan, staged)
         except remediation.Refusal as exc:
             return self._refused(result, host, exc.reasons, "ownership", gathered)
         result["notes"] = the_plan["notes"]
         if the_plan["noop"]:
             return self._done(result, gathered, changed=False)
+        if replanned:
+            staged = self._stage(task_vars, gathered, the_plan)
+        if staged.get("failed") or staged.get("stage_failed"):
+            why = staged.get("stage_failed") or staged.get("msg")
+            return self._refused(result, host, ["staging failed: %s" % why], "stage", gathered)
         opts = self._opts
         inputs = the_plan.get("input_paths") or []
         files = the_plan["writes"] + the_plan["removes"]
         node_files = [dict(path=f["path"], content=f["content"], expect_sha256=f["expect_sha256"]) for f in files]
         check_mode = self._play_context.check_mode
-        # In check mode the stage also gathers the staged tree: the re-audit judges what the write would return.
-        staged = self._node(task_vars, "stage", files=node_files, staged_main=the_plan["staged_main"], input_paths=inputs,
-                            gather_staged=check_mode, version_output=gathered.get("version_output"))
-        if staged.get("failed"):
-            return self._refused(result, host, ["staging failed: %s" % staged.get("msg")], "stage", gathered)
         problems, changes = remediation.prove(the_plan, gathered, staged, opts["accept_changes"])
         result["diff"] = [dict(before_header=f["path"], after_header=f["path"], before=f["before"] or "",
                                after=f["content"] or "") for f in files] + [remediation.loaded_diff(changes)]
@@ -227,13 +230,28 @@ class ActionModule(ActionBase):
 
     # --- ownership by evidence, and the proof after the restart (issue 27) --------------------------
 
-    def _owned(self, task_vars, gathered, the_plan):
-        """(gathered, plan) once every planned file is decided from the node's evidence: Refusal, the
-        drop-ins moved to the directory a generated main config imports (gathered and planned again), or
-        the main config's edit moved to the template its start renders it from."""
+    def _stage(self, task_vars, gathered, the_plan, owned_paths=None):
+        """The node's load of the plan's files, staged; with OWNED_PATHS, the ownership evidence of those
+        first (the same call). In check mode the stage also gathers the staged tree: the re-audit judges
+        what the write would return."""
+        files = the_plan["writes"] + the_plan["removes"]
+        args = dict(files=[dict(path=f["path"], content=f["content"], expect_sha256=f["expect_sha256"]) for f in files],
+                    staged_main=the_plan["staged_main"], input_paths=the_plan.get("input_paths") or [],
+                    gather_staged=self._play_context.check_mode, version_output=gathered.get("version_output"))
+        if owned_paths:
+            args.update(owned_paths=owned_paths, host_root=self._opts["host_root"], service_names=[self._opts["service_name"]])
+        return self._node(task_vars, "stage", **args)
+
+    def _owned(self, task_vars, gathered, the_plan, found=None):
+        """(gathered, plan, replanned) once every planned file is decided from the node's evidence (FOUND,
+        else asked for): Refusal, the drop-ins moved to the directory a generated main config imports
+        (gathered and planned again), or the main config's edit moved to the template its start renders it
+        from. replanned: the plan's files are not those FOUND came with."""
+        replanned = False
         for _attempt in range(3):
-            found = self._node(task_vars, "ownership", owned_paths=ownership_gate.evidence_paths(the_plan, gathered),
-                               host_root=self._opts["host_root"], service_names=[self._opts["service_name"]])
+            if found is None:
+                found = self._node(task_vars, "ownership", owned_paths=ownership_gate.evidence_paths(the_plan, gathered),
+                                   host_root=self._opts["host_root"], service_names=[self._opts["service_name"]])
             if found.get("failed"):
                 raise remediation.Refusal("cannot read who owns the files the run would write: %s. Nothing was "
                                           "written." % found.get("msg"))
@@ -251,13 +269,15 @@ class ActionModule(ActionBase):
                 the_plan = remediation.plan(gathered, self._opts)
                 the_plan["notes"] += verdict["notes"]
                 if the_plan["noop"]:
-                    return gathered, the_plan
+                    return gathered, the_plan, True
+                found, replanned = None, True
                 continue
             if verdict["template"]:
                 decided, template = verdict["template"]
                 ownership_gate.through_template(the_plan, gathered, found, decided, template)
+                replanned = True
             the_plan["notes"] += verdict["notes"]
-            return gathered, the_plan
+            return gathered, the_plan, replanned
         raise remediation.Refusal("the ownership of the drop-in directory kept changing between gathers")
 
     def _after_restart(self, result, host, task_vars, args):

@@ -120,7 +120,10 @@ options:
         type: bool
         default: false
   owned_paths:
-    description: O(step=ownership) - the files (or directories) whose ownership evidence is reported.
+    description:
+      - O(step=ownership) - the files (or directories) whose ownership evidence is reported.
+      - O(step=stage) - when given, the same evidence first, then the stage (one call for both); a staging error
+        is then returned as RV(stage_failed) beside the evidence instead of failing the step.
     type: list
     elements: path
     default: []
@@ -366,12 +369,16 @@ dump_after_write:
   type: str
 ownership:
   description: O(step=ownership) - the evidence of each of O(owned_paths), the units that start containerd, os-release.
-  returned: step is ownership
+  returned: step is ownership, or stage with owned_paths
   type: dict
 inputs:
   description: O(step=ownership) - path to C(text), C(error) and C(state) of each generator input beside O(owned_paths).
-  returned: step is ownership
+  returned: step is ownership, or stage with owned_paths
   type: dict
+stage_failed:
+  description: O(step=stage) with O(owned_paths) - why the staging failed (the evidence is returned all the same).
+  returned: step is stage with owned_paths, when the staging failed
+  type: str
 put_back:
   description: O(step=restore), and O(step=write) failed - the files put back as they were.
   returned: step is restore, or failure of step write
@@ -400,9 +407,23 @@ from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _node_re
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _node_ownership as node_ownership
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils._node_gather import GatherError
 
+def _stage(params):
+    """The stage; with owned_paths, the ownership evidence first, so that one call serves both when the
+    evidence keeps the plan. Then a staging error is returned as stage_failed, beside the evidence."""
+    if not params["owned_paths"]:
+        return node_remediation.stage(params)
+    evidence = node_ownership.evidence(params)
+    try:
+        return dict(evidence, **node_remediation.stage(params))
+    except (GatherError, node_remediation.FilesError) as exc:
+        return dict(evidence, stage_failed=str(exc))
+    except (IOError, OSError) as exc:
+        return dict(evidence, stage_failed="%s: %s" % (getattr(exc, "filename", None) or "stage", exc.strerror or exc))
+
+
 _STEPS = {
     "gather": node_remediation.gather_for_plan,
-    "stage": node_remediation.stage,
+    "stage": _stage,
     "write": node_remediation.write,
     "ownership": node_ownership.evidence,
     "after_restart": node_ownership.after_restart,
