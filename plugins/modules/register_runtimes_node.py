@@ -407,6 +407,7 @@ from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _node_re
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _node_ownership as node_ownership
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils._node_gather import GatherError
 
+
 def _stage(params):
     """The stage; with owned_paths, the ownership evidence first, so that one call serves both when the
     evidence keeps the plan. Then a staging error is returned as stage_failed, beside the evidence."""

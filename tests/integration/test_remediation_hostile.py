@@ -248,8 +248,7 @@ def test_a_kubelet_driver_the_kubelet_does_not_know_is_refused_until_the_variabl
     ("containerd_runtime_migrate", "sometimes", "containerd_runtime_migrate must be one of: auto, always, never"),
     ("containerd_runtime_restart_timeout", "later", "'containerd_runtime_restart_timeout' is of type str"),
 ])
-def test_remediate_refuses_a_role_variable_it_cannot_use_before_anything_runs(tmp_path, containerd, variable, value,
-                                                                               expected):
+def test_remediate_refuses_a_bad_role_variable_before_anything_runs(tmp_path, containerd, variable, value, expected):
     """remediate.yml skips the role's automatic validation (the action checks the variables against the
     same spec, once): a bad value still stops the host before a byte changes, named by its variable,
     the restart handler's own variables included."""
