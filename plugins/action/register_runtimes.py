@@ -3,8 +3,9 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Register runtimes with a node's containerd: gather, plan, prove on the node, write, verify.
 
-One call of the node module per step: gather (1); when something must change, stage and load
-the proposed files (2); outside check mode, write them with the proof and rollback (3).
+One call of the node module per step: gather (1); when something must change, the ownership evidence
+of the planned files and the staged load of them (2); outside check mode, write them with the proof and
+rollback (3).
 """
 
 from __future__ import absolute_import, division, print_function
