@@ -260,3 +260,34 @@ def test_remediate_refuses_a_bad_role_variable_before_anything_runs(tmp_path, co
     assert "refused, nothing was written" in words(result) and expected in words(result), result
     assert "Traceback" not in result.text
     assert shapes.tree(node.root) == before
+
+
+def test_the_restart_hooks_run_around_a_restart_and_nowhere_else(tmp_path, containerd):
+    """containerd_runtime_before_restart_tasks / _after_restart_tasks: handlers, so only a host whose restart
+    is notified runs them, before the restart and after its proof; never in check mode or on a settled
+    node. A failing "before" leaves containerd unrestarted and the host failed."""
+    log = tmp_path / "nodes" / "n1" / "restarts.log"
+    hooks = {}
+    for when in ("before", "after"):
+        hooks[when] = tmp_path / ("%s.yml" % when)
+        hooks[when].write_text("- name: Note the %s hook\n  ansible.builtin.shell: echo %s >> %s\n  changed_when: false\n"
+                               % (when, when, log))
+    node, inventory, playbook = one_node(tmp_path, containerd_runtime_before_restart_tasks=str(hooks["before"]),
+                                         containerd_runtime_after_restart_tasks=str(hooks["after"]))
+    assert run(playbook, inventory, check=True).rc == 0
+    assert not log.exists()  # check mode: no restart, no hook
+    result = run(playbook, inventory)
+    assert result.rc == 0, result
+    assert log.read_text().split() == ["before", "restarted", "after"], result
+    assert run(playbook, inventory).rc == 0
+    assert log.read_text().split() == ["before", "restarted", "after"]  # settled: no handler, no hook
+
+    failing = tmp_path / "failing.yml"
+    failing.write_text("- name: Refuse the restart\n  ansible.builtin.fail:\n    msg: not now\n")
+    other = tmp_path / "other"
+    other.mkdir()
+    node, inventory, playbook = one_node(other, containerd_runtime_before_restart_tasks=str(failing),
+                                         containerd_runtime_after_restart_tasks=str(hooks["after"]))
+    result = run(playbook, inventory)
+    assert result.rc == 2 and "not now" in result.text, result
+    assert not os.path.exists(node.path("restarts.log")), result  # neither restarted nor "after"
