@@ -65,8 +65,10 @@ demo: setup
 	@echo "== check-mode audit of the demo inventory (three nodes are broken on purpose)"
 	@$(BIN)/ansible-playbook -i inventory/demo/hosts.yml playbooks/audit.yml --check; rc=$$?; \
 	  echo "== audit exit code $$rc (2: some node has findings; reports in .demo/reports/)"
-	@echo "== remediation of the demo nodes: gpu-healthy is left alone (changed=0, nothing written);"
-	@echo "   gpu-legacy keeps failing: its RuntimeClass's typo'd handler is the class owner's to fix"
+	@echo "== remediation of the demo nodes: gpu-healthy is left alone (changed=0, nothing written),"
+	@echo "   gpu-orphan-dropin is repaired, gpu-v3-oldname is refused (its config names the CRI plugin both"
+	@echo "   ways; the role does not guess), which stops the rollout, so gpu-legacy is NOT PROCESSED"
+	@echo "   (-e gpurt_max_fail_percentage=100 goes on: gpu-legacy's typo'd RuntimeClass is the class owner's to fix)"
 	@$(BIN)/ansible-playbook -i inventory/demo/hosts.yml playbooks/remediate.yml; rc=$$?; \
 	  echo "== remediation exit code $$rc (2: a node still fails the re-audit; reports in .demo/reports/)"
 
