@@ -177,8 +177,9 @@ class ActionModule(ActionBase):
         except AnsibleError as exc:
             raise role_inputs.RoleInputError("a variable of the role does not resolve: %s" % exc)
         checked = ArgumentSpecValidator(spec).validate(values)
-        if checked.error_messages:
-            raise role_inputs.RoleInputError("the role's variables are not valid: %s" % "; ".join(checked.error_messages))
+        problems = checked.error_messages or role_inputs.hook_problems(checked.validated_parameters)
+        if problems:
+            raise role_inputs.RoleInputError("the role's variables are not valid: %s" % "; ".join(problems))
         given = role_inputs.module_args(checked.validated_parameters, remediation.ARGUMENT_SPEC, fallbacks, values)
         given.update(self._task.args)
         validated = ArgumentSpecValidator(ARGUMENT_SPEC).validate(given)

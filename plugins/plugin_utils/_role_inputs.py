@@ -63,6 +63,21 @@ def fallback_variables(task_vars):
                 if (task_vars or {}).get(name) is not None)
 
 
+def hook_problems(validated):
+    """Why the task files the restart handler would include around a restart cannot be included: found
+    before anything is written, not by the handler after the write."""
+    problems = []
+    for name in (PREFIX + "before_restart_tasks", PREFIX + "after_restart_tasks"):
+        path = validated.get(name)
+        if not path:
+            continue
+        if not os.path.isabs(path):
+            problems.append("%s must be an absolute path to a task file on the controller, got %r" % (name, path))
+        elif not os.path.isfile(path) or not os.access(path, os.R_OK):
+            problems.append("%s: %s is not a readable file on the controller" % (name, path))
+    return problems
+
+
 def module_args(validated, options, fallbacks=None, given=None):
     """register_runtimes' arguments from the validated role variables: containerd_runtime_<option> for
     each of OPTIONS that is not null (else its FALLBACKS value), the drop-in dir from config_dir, the

@@ -244,6 +244,8 @@ def test_a_kubelet_driver_the_kubelet_does_not_know_is_refused_until_the_variabl
 
 
 @pytest.mark.parametrize("variable, value, expected", [
+    ("containerd_runtime_before_restart_tasks", "/nonexistent/drain.yml",
+     "containerd_runtime_before_restart_tasks: /nonexistent/drain.yml is not a readable file on the controller"),
     ("containerd_runtime_timeout", "soon", "'containerd_runtime_timeout' is of type str"),
     ("containerd_runtime_migrate", "sometimes", "containerd_runtime_migrate must be one of: auto, always, never"),
     ("containerd_runtime_restart_timeout", "later", "'containerd_runtime_restart_timeout' is of type str"),

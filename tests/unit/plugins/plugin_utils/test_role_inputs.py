@@ -75,3 +75,16 @@ def test_a_wrong_type_is_named_by_its_variable():
         dict(role_defaults(), containerd_runtime_timeout="soon", containerd_runtime_restart_command="reboot now"), spec))
     text = " ".join(checked.error_messages)
     assert "containerd_runtime_timeout" in text, text
+
+
+def test_a_restart_hook_must_be_a_readable_file_given_by_absolute_path(tmp_path):
+    hook = tmp_path / "drain.yml"
+    hook.write_text("- ansible.builtin.debug:\n")
+    assert role_inputs.hook_problems({"containerd_runtime_before_restart_tasks": str(hook),
+                                      "containerd_runtime_after_restart_tasks": None}) == []
+    problems = role_inputs.hook_problems({"containerd_runtime_before_restart_tasks": "tasks/drain.yml",
+                                          "containerd_runtime_after_restart_tasks": str(tmp_path / "missing.yml")})
+    assert problems == [
+        "containerd_runtime_before_restart_tasks must be an absolute path to a task file on the controller, got "
+        "'tasks/drain.yml'",
+        "containerd_runtime_after_restart_tasks: %s is not a readable file on the controller" % (tmp_path / "missing.yml")]
