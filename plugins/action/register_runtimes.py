@@ -45,6 +45,12 @@ ARGUMENT_SPEC = dict(
 _NODE_ARGS = tuple(o for o in node_options.OPTION_NAMES if o != "dropin_dirs") + ("dropin_dir", "max_file_bytes")
 
 
+def _node_files(the_plan):
+    """The plan's writes and removes as the node's stage and write steps take them."""
+    return [dict(path=f["path"], content=f["content"], expect_sha256=f["expect_sha256"])
+            for f in the_plan["writes"] + the_plan["removes"]]
+
+
 class ActionModule(ActionBase):
     TRANSFERS_FILES = False
     _supports_check_mode = True
@@ -132,7 +138,6 @@ class ActionModule(ActionBase):
         opts = self._opts
         inputs = the_plan.get("input_paths") or []
         files = the_plan["writes"] + the_plan["removes"]
-        node_files = [dict(path=f["path"], content=f["content"], expect_sha256=f["expect_sha256"]) for f in files]
         check_mode = self._play_context.check_mode
         problems, changes = remediation.prove(the_plan, gathered, staged, opts["accept_changes"])
         result["diff"] = [dict(before_header=f["path"], after_header=f["path"], before=f["before"] or "",
@@ -144,7 +149,7 @@ class ActionModule(ActionBase):
         if check_mode:
             return self._would_write(result, staged)
 
-        written = self._node(task_vars, "write", files=node_files, expected_sha256=staged["normalized_sha256"],
+        written = self._node(task_vars, "write", files=_node_files(the_plan), expected_sha256=staged["normalized_sha256"],
                              import_patterns=the_plan["import_patterns"], backup_dir=opts["backup_dir"],
                              version_output=gathered.get("version_output"), input_paths=inputs)
         if written.get("failed"):
@@ -236,10 +241,9 @@ class ActionModule(ActionBase):
         """The node's load of the plan's files, staged; with OWNED_PATHS, the ownership evidence of those
         first (the same call). In check mode the stage also gathers the staged tree: the re-audit judges
         what the write would return."""
-        files = the_plan["writes"] + the_plan["removes"]
-        args = dict(files=[dict(path=f["path"], content=f["content"], expect_sha256=f["expect_sha256"]) for f in files],
-                    staged_main=the_plan["staged_main"], input_paths=the_plan.get("input_paths") or [],
-                    gather_staged=self._play_context.check_mode, version_output=gathered.get("version_output"))
+        args = dict(files=_node_files(the_plan), staged_main=the_plan["staged_main"],
+                    input_paths=the_plan.get("input_paths") or [], gather_staged=self._play_context.check_mode,
+                    version_output=gathered.get("version_output"))
         if owned_paths:
             args.update(owned_paths=owned_paths, host_root=self._opts["host_root"], service_names=[self._opts["service_name"]])
         return self._node(task_vars, "stage", **args)

@@ -408,6 +408,10 @@ from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _node_ow
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils._node_gather import GatherError
 
 
+def _os_error_text(exc, where):
+    return "%s: %s" % (getattr(exc, "filename", None) or where, exc.strerror or exc)
+
+
 def _stage(params):
     """The stage; with owned_paths, the ownership evidence first, so that one call serves both when the
     evidence keeps the plan. Then a staging error is returned as stage_failed, beside the evidence."""
@@ -419,7 +423,7 @@ def _stage(params):
     except (GatherError, node_remediation.FilesError) as exc:
         return dict(evidence, stage_failed=str(exc))
     except (IOError, OSError) as exc:
-        return dict(evidence, stage_failed="%s: %s" % (getattr(exc, "filename", None) or "stage", exc.strerror or exc))
+        return dict(evidence, stage_failed=_os_error_text(exc, "stage"))
 
 
 _STEPS = {
@@ -472,8 +476,7 @@ def main():
     except (GatherError, node_remediation.FilesError) as exc:
         module.fail_json(msg=str(exc), step=params["step"])
     except (IOError, OSError) as exc:
-        module.fail_json(msg="%s: %s" % (getattr(exc, "filename", None) or params["step"], exc.strerror or exc),
-                         step=params["step"])
+        module.fail_json(msg=_os_error_text(exc, params["step"]), step=params["step"])
     if result.pop("failed", False):
         module.fail_json(step=params["step"], **result)
     module.exit_json(changed=params["step"] in ("write", "restore"), **result)

@@ -17,11 +17,10 @@ import posixpath
 
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _containerd_facts as containerd_facts
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _safe_yaml as safe_yaml
-from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils._playbook_inputs import validation_options
+from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils._playbook_inputs import COLLECTION_ROOT, validation_options
+from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils._user_words import ROLE_PREFIX as PREFIX
 
-COLLECTION_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SPEC_PATH = os.path.join(COLLECTION_ROOT, "roles", "containerd_runtime", "meta", "argument_specs.yml")
-PREFIX = "containerd_runtime_"
 # A null variable leaves its option out: the action then takes the audit's gpurt_* host variable
 # (plugin_utils/_node_options.py) or the option's default. These options have a playbook variable the
 # audit's gather does not take.
