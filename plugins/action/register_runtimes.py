@@ -4,8 +4,8 @@
 """Register runtimes with a node's containerd: gather, plan, prove on the node, write, verify.
 
 One call of the node module per step: gather (1); when something must change, the ownership evidence
-of the planned files and the staged load of them (2); outside check mode, write them with the proof and
-rollback (3).
+of the planned files and the staged load of them (2), unless the gather already staged exactly that plan
+(_remediation/speculation); outside check mode, write them with the proof and rollback (3).
 """
 
 from __future__ import absolute_import, division, print_function
@@ -23,6 +23,7 @@ from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _role_in
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _user_words as user_words
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils._remediation import ownership_gate
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils._remediation import restart_proof
+from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils._remediation import speculation
 
 NODE_MODULE = "gpurt.runtime_gate.register_runtimes_node"
 
@@ -101,7 +102,13 @@ class ActionModule(ActionBase):
         self._dropin_dirs = remediation.dropin_dirs(opts)
         wanted_binaries = [r.get("binary_name") for r in opts["runtimes"] if isinstance(r, dict) and r.get("binary_name")]
 
-        gathered = self._node(task_vars, "gather", migrate=opts["migrate"], extra_paths=wanted_binaries)
+        # The likeliest plan (the role's drop-ins beside an unchanged main config) is staged in the gather's
+        # call; it stands for the plan's stage only when the plan is exactly that.
+        proposed = speculation.proposals(opts)
+        more = dict(speculate=proposed, gather_staged=self._play_context.check_mode, host_root=opts["host_root"],
+                    service_names=[opts["service_name"]]) if proposed else {}
+        gathered = self._node(task_vars, "gather", migrate=opts["migrate"], extra_paths=wanted_binaries, **more)
+        speculated = gathered.pop("speculated", None)
         if gathered.get("failed") or gathered.get("unreachable"):
             result.update(failed=True, step="gather", msg="%s: cannot gather the node's containerd config, nothing was "
                           "written: %s" % (host, gathered.get("msg", "gather failed")))
@@ -122,7 +129,8 @@ class ActionModule(ActionBase):
 
         # One node call reports who owns the planned files and stages them; a second stage follows only
         # when that evidence moves the plan (another drop-in dir, a generator's template).
-        staged = self._stage(task_vars, gathered, the_plan, owned_paths=ownership_gate.evidence_paths(the_plan, gathered))
+        staged = speculation.matching_stage(the_plan, gathered, speculated, proposed) or \
+            self._stage(task_vars, gathered, the_plan, owned_paths=ownership_gate.evidence_paths(the_plan, gathered))
         try:
             gathered, the_plan, replanned = self._owned(task_vars, gathered, the_plan, staged)
         except remediation.Refusal as exc:

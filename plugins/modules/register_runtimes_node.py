@@ -176,11 +176,49 @@ options:
     type: str
   gather_staged:
     description:
-      - O(step=stage) - also return, as RV(gathered), the gather of the staged tree with the staging directory
+      - O(step=stage), and O(step=gather) for RV(speculated) - also return, as RV(gathered), the gather of the staged tree with the staging directory
         taken out of its paths, which is what O(step=write) returns once the same files are written (check mode's
         re-audit judges it). Not the running view, since nothing is restarted.
     type: bool
     default: false
+  speculate:
+    description:
+      - O(step=gather) - drop-ins the controller expects to write, one set per main-config version and kubelet cgroup
+        driver. When the node's main config has that version, already imports them and none of them exists, the
+        set is staged in this call too (with the ownership evidence first) and returned as RV(speculated); the
+        controller uses it only when its plan writes exactly these files, and stages again otherwise.
+    type: list
+    elements: dict
+    default: []
+    suboptions:
+      version:
+        description: The top-level C(version) of the main config this set is for.
+        type: int
+        required: true
+      kubelet:
+        description: The kubelet cgroup driver this set is for (C(absent) without a kubelet config), or C(any).
+        type: str
+        choices: [any, absent, systemd, other]
+        default: any
+      runtimes:
+        description: The runtimes the set registers; a node whose dump has them all is not staged.
+        type: list
+        elements: str
+        default: []
+      files:
+        description: The drop-ins, each new (absent on the node).
+        type: list
+        elements: dict
+        required: true
+        suboptions:
+          path:
+            description: Absolute path on the node.
+            type: path
+            required: true
+          content:
+            description: The text.
+            type: str
+            required: true
   shim_dirs:
     description: More directories where runtime shims are looked up, as the audit's O(gpurt.runtime_gate.containerd_config_info#module:shim_dirs).
     type: list
@@ -379,6 +417,34 @@ stage_failed:
   description: O(step=stage) with O(owned_paths) - why the staging failed (the evidence is returned all the same).
   returned: step is stage with owned_paths, when the staging failed
   type: str
+speculated:
+  description:
+    - O(step=gather) with O(speculate) - the proposed set staged beside the node's unchanged main config, or why not.
+  returned: step is gather and speculate is given
+  type: dict
+  contains:
+    skipped:
+      description: Why no proposed set was staged (the controller stages its plan itself).
+      type: str
+      returned: when nothing was staged
+    proposal:
+      description: The index in O(speculate) of the set that was staged.
+      type: int
+      returned: when a set was staged
+    import_patterns:
+      description: The resolved imports entries of the main config the stage kept.
+      type: list
+      elements: str
+      returned: when a set was staged
+    owned_paths:
+      description: The paths whose ownership evidence RV(speculated.staged) carries.
+      type: list
+      elements: str
+      returned: when a set was staged
+    staged:
+      description: What O(step=stage) with O(owned_paths) returns for that set.
+      type: dict
+      returned: when a set was staged
 put_back:
   description: O(step=restore), and O(step=write) failed - the files put back as they were.
   returned: step is restore, or failure of step write
@@ -405,6 +471,7 @@ from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _contain
 
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _node_remediation as node_remediation
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _node_ownership as node_ownership
+from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _node_speculation as node_speculation
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils._node_gather import GatherError
 
 
@@ -426,8 +493,16 @@ def _stage(params):
         return dict(evidence, stage_failed=_os_error_text(exc, "stage"))
 
 
+def _gather(params):
+    """The gather; with speculate, the stage of the proposed drop-ins that fit the node too."""
+    result = node_remediation.gather_for_plan(params)
+    if params["speculate"]:
+        result["speculated"] = node_speculation.stage(params, result)
+    return result
+
+
 _STEPS = {
-    "gather": node_remediation.gather_for_plan,
+    "gather": _gather,
     "stage": _stage,
     "write": node_remediation.write,
     "ownership": node_ownership.evidence,
@@ -436,33 +511,45 @@ _STEPS = {
 }
 
 
+ARGUMENT_SPEC = dict(
+    containerd_facts.GATHER_SPEC,
+    step=dict(type="str", required=True, choices=list(_STEPS)),
+    dropin_dir=dict(type="path", default=containerd_facts.DROPIN_DIR),
+    migrate=dict(type="str", default="auto", choices=["auto", "always", "never"]),
+    extra_paths=dict(type="list", elements="str", default=[]),
+    files=dict(type="list", elements="dict", default=[], options=dict(
+        path=dict(type="path", required=True),
+        content=dict(type="str"),
+        expect_sha256=dict(type="str"),
+        backup=dict(type="path"),
+        existed=dict(type="bool", default=False),
+    )),
+    owned_paths=dict(type="list", elements="path", default=[]),
+    host_root=dict(type="path", default="/"),
+    service_names=dict(type="list", elements="str", default=["containerd"]),
+    input_paths=dict(type="list", elements="path", default=[]),
+    staged_main=dict(type="str"),
+    expected_sha256=dict(type="str"),
+    import_patterns=dict(type="list", elements="str", default=[]),
+    backup_dir=dict(type="path", default=containerd_facts.BACKUP_DIR),
+    version_output=dict(type="str"),
+    gather_staged=dict(type="bool", default=False),
+    shim_dirs=dict(type="list", elements="path"),
+    speculate=dict(type="list", elements="dict", default=[], options=dict(
+        version=dict(type="int", required=True),
+        kubelet=dict(type="str", default="any", choices=["any", "absent", "systemd", "other"]),
+        runtimes=dict(type="list", elements="str", default=[]),
+        files=dict(type="list", elements="dict", required=True, options=dict(
+            path=dict(type="path", required=True),
+            content=dict(type="str", required=True),
+        )),
+    )),
+)
+
+
 def main():
     module = AnsibleModule(
-        argument_spec=dict(
-            containerd_facts.GATHER_SPEC,
-            step=dict(type="str", required=True, choices=list(_STEPS)),
-            dropin_dir=dict(type="path", default=containerd_facts.DROPIN_DIR),
-            migrate=dict(type="str", default="auto", choices=["auto", "always", "never"]),
-            extra_paths=dict(type="list", elements="str", default=[]),
-            files=dict(type="list", elements="dict", default=[], options=dict(
-                path=dict(type="path", required=True),
-                content=dict(type="str"),
-                expect_sha256=dict(type="str"),
-                backup=dict(type="path"),
-                existed=dict(type="bool", default=False),
-            )),
-            owned_paths=dict(type="list", elements="path", default=[]),
-            host_root=dict(type="path", default="/"),
-            service_names=dict(type="list", elements="str", default=["containerd"]),
-            input_paths=dict(type="list", elements="path", default=[]),
-            staged_main=dict(type="str"),
-            expected_sha256=dict(type="str"),
-            import_patterns=dict(type="list", elements="str", default=[]),
-            backup_dir=dict(type="path", default=containerd_facts.BACKUP_DIR),
-            version_output=dict(type="str"),
-            gather_staged=dict(type="bool", default=False),
-            shim_dirs=dict(type="list", elements="path"),
-        ),
+        argument_spec=ARGUMENT_SPEC,
         required_if=[("step", "stage", ["staged_main"]), ("step", "write", ["expected_sha256"])],
         supports_check_mode=True,
     )

@@ -46,16 +46,19 @@ def dropin_plugin(node, version, notes):
     return plugin
 
 
+def runtime_dropin(opts, dropin_dir, spec, version, plugin):
+    """{path, content} of the role's drop-in for one runtime on 2.x."""
+    doc = runtime_doc(version, plugin, {"containerd": {"runtimes": {spec["name"]: copy.deepcopy(spec["table"])}}})
+    return {"path": os.path.join(dropin_dir, own_name(opts, spec["name"])),
+            "content": header(["Registers the %s runtime." % spec["name"]]) + toml_codec.dumps(doc)}
+
+
 def plan_2x(node, opts, specs, missing, version, change_default, wanted_default, need_cdi, own, notes):
     writes = []
     plugin = dropin_plugin(node, version, notes)
     for spec in specs:
-        if spec["name"] not in missing:
-            continue
-        path = os.path.join(node.dropin_dir, own_name(opts, spec["name"]))
-        doc = runtime_doc(version, plugin, {"containerd": {"runtimes": {spec["name"]: copy.deepcopy(spec["table"])}}})
-        writes.append({"path": path, "content": header(["Registers the %s runtime." % spec["name"]]) +
-                       toml_codec.dumps(doc)})
+        if spec["name"] in missing:
+            writes.append(runtime_dropin(opts, node.dropin_dir, spec, version, plugin))
     if change_default or need_cdi or getattr(node, "cgroup_align", None):
         path = os.path.join(node.dropin_dir, own_cri_name(opts))
         table = {}
