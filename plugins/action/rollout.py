@@ -122,10 +122,8 @@ class ActionModule(ActionBase):
         hosts = args["hosts"] if args["hosts"] is not None else task_vars.get("ansible_play_hosts_all", [])
         entries, run_nodes, labels = {}, {}, {}
         for host in hosts:
-            hv = audit.host_vars(hostvars, host, (args["batch_var"], "gpurt_node_name", "gpurt_node_labels"),
-                                 results=(args["batch_var"],))
-            batch = hv[args["batch_var"]] or {}
-            entry = (batch.get("nodes") or {}).get(host)
+            hv = audit.host_vars(hostvars, host, ("gpurt_node_name", "gpurt_node_labels"))
+            entry = audit.host_result_item(hostvars, host, args["batch_var"], "nodes", host)
             entries[host] = entry if entry is not None else rollout.not_processed(
                 host, state, hv["gpurt_node_name"], args["nodes"])
             run_nodes[host] = hv["gpurt_node_name"] or host

@@ -179,6 +179,23 @@ def host_vars(hostvars, host, names, results=()):
     return out
 
 
+def host_result_item(hostvars, host, name, *keys):
+    """hostvars[host][name][keys...] of a task result the host registered, None where it is missing. Only
+    that item is walked (and templated, when it is not plain_data()): a run_once task registers its whole
+    result on every host of its batch, so walking all of it for each host costs O(hosts^2)."""
+    def item(value):
+        for key in keys:
+            if not isinstance(value, Mapping):
+                return None
+            value = value.get(key)
+        return value
+    raw = hostvars.raw_get(host) if host in hostvars else None
+    value = item(raw.get(name)) if isinstance(raw, Mapping) else None
+    if value is None or plain_data(value):
+        return value
+    return item(hostvars[host].get(name))
+
+
 def node_names(nodes):
     """The names of listed Node objects, or None when the cluster's Nodes were not listed."""
     return None if nodes is None else [n.get("name") for n in nodes if n.get("name")]

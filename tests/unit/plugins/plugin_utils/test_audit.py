@@ -286,3 +286,26 @@ def test_drift_updates_each_entry_and_never_builds_it_again():
     out = audit.add_drift(entries, {"gpu": ["a", "b"]})
     assert out[0] is entries[0] and out[1] is entries[1]
     assert out[1]["node_object"] is True and [f["check"] for f in out[1]["findings"]] == ["node_drift"]
+
+
+def test_host_result_item_walks_only_that_item_of_a_result_every_host_shares():
+    class WarningSummary(object):  # elsewhere in the shared result: it does not make the item templated
+        pass
+    batch = {"warnings": [WarningSummary()], "nodes": {"a": {"status": "OK"}, "b": {"status": "OK", "msg": "{{ x }}"}}}
+    hostvars = FakeHostVars({"a": {"_batch": batch}, "b": {"_batch": batch}, "c": {}, "d": {"_batch": "{{ y }}"}})
+    assert audit.host_result_item(hostvars, "a", "_batch", "nodes", "a") == {"status": "OK"}
+    assert hostvars.views == 0
+    assert audit.host_result_item(hostvars, "c", "_batch", "nodes", "c") is None
+    assert audit.host_result_item(hostvars, "missing", "_batch", "nodes", "missing") is None
+    # an item that could hold a template is read through the host's templating view
+    templated = {"_batch": {"nodes": {"b": {"status": "OK", "msg": "x's value"}}}}
+    views = []
+
+    class Templating(FakeHostVars):
+        def __getitem__(self, host):
+            views.append(host)
+            return templated
+    hostvars = Templating(hostvars.hosts)
+    assert audit.host_result_item(hostvars, "b", "_batch", "nodes", "b") == {"status": "OK", "msg": "x's value"}
+    assert audit.host_result_item(hostvars, "d", "_batch", "nodes", "d") is None
+    assert views == ["b"]
