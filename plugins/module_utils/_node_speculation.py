@@ -18,7 +18,6 @@ import re
 
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _host_paths as host_paths
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _node_config_text as node_config_text
-from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _node_ownership as node_ownership
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _node_remediation as node_remediation
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils._node_gather import GatherError
 
@@ -70,9 +69,9 @@ def choose(params, gathered):
     return None, "no proposal for version %s" % version
 
 
-def stage(params, gathered):
-    """{proposal, import_patterns, owned_paths, staged} or {skipped: why}: the chosen set staged (with
-    the ownership evidence first) beside the node's unchanged main config."""
+def stage(params, gathered, evidence_of):
+    """{proposal, import_patterns, owned_paths, staged} or {skipped: why}: the chosen set staged beside the
+    node's unchanged main config, with evidence_of(params) (the ownership evidence) first."""
     index, why = choose(params, gathered)
     if index is None:
         return {"skipped": why}
@@ -90,7 +89,7 @@ def stage(params, gathered):
     files = [dict(path=f["path"], content=f["content"], expect_sha256=None) for f in proposal["files"]]
     stage_params = dict(params, files=files, staged_main=staged_main, input_paths=[], owned_paths=owned,
                         version_output=gathered.get("version_output"))
-    evidence = node_ownership.evidence(stage_params)
+    evidence = evidence_of(stage_params)
     try:
         staged = dict(evidence, **node_remediation.stage(stage_params))
     except (GatherError, node_remediation.FilesError, IOError, OSError) as exc:

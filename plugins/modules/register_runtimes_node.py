@@ -470,8 +470,6 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _containerd_facts as containerd_facts
 
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _node_remediation as node_remediation
-from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _node_ownership as node_ownership
-from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _node_speculation as node_speculation
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils._node_gather import GatherError
 
 
@@ -479,12 +477,19 @@ def _os_error_text(exc, where):
     return "%s: %s" % (getattr(exc, "filename", None) or where, exc.strerror or exc)
 
 
+def _ownership():
+    """module_utils/_node_ownership, imported when a step needs it: each run compiles what it imports from the
+    AnsiballZ zip, and the gather, which every host runs on every run, needs none of it."""
+    from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _node_ownership
+    return _node_ownership
+
+
 def _stage(params):
     """The stage; with owned_paths, the ownership evidence first, so that one call serves both when the
     evidence keeps the plan. Then a staging error is returned as stage_failed, beside the evidence."""
     if not params["owned_paths"]:
         return node_remediation.stage(params)
-    evidence = node_ownership.evidence(params)
+    evidence = _ownership().evidence(params)
     try:
         return dict(evidence, **node_remediation.stage(params))
     except (GatherError, node_remediation.FilesError) as exc:
@@ -497,7 +502,8 @@ def _gather(params):
     """The gather; with speculate, the stage of the proposed drop-ins that fit the node too."""
     result = node_remediation.gather_for_plan(params)
     if params["speculate"]:
-        result["speculated"] = node_speculation.stage(params, result)
+        from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _node_speculation
+        result["speculated"] = _node_speculation.stage(params, result, lambda staged: _ownership().evidence(staged))
     return result
 
 
@@ -505,9 +511,9 @@ _STEPS = {
     "gather": _gather,
     "stage": _stage,
     "write": node_remediation.write,
-    "ownership": node_ownership.evidence,
-    "after_restart": node_ownership.after_restart,
-    "restore": node_ownership.restore,
+    "ownership": lambda params: _ownership().evidence(params),
+    "after_restart": lambda params: _ownership().after_restart(params),
+    "restore": lambda params: _ownership().restore(params),
 }
 
 

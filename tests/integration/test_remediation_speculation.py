@@ -77,7 +77,7 @@ def _both(opts):
     proposed = speculation.proposals(opts)
     params = _params(opts, "gather", speculate=proposed, extra_paths=[opts["runtimes"][0]["binary_name"]])
     gathered = node_remediation.gather_for_plan(params)
-    speculated = node_speculation.stage(params, gathered)
+    speculated = node_speculation.stage(params, gathered, node_ownership.evidence)
     try:
         the_plan = remediation.plan(gathered, opts)
     except remediation.Refusal:
@@ -155,7 +155,7 @@ def test_a_plan_other_than_the_proposal_is_staged_by_itself(tmp_path, containerd
     proposed = speculation.proposals(other)
     params = _params(opts, "gather", speculate=proposed, extra_paths=[opts["runtimes"][0]["binary_name"]])
     gathered = node_remediation.gather_for_plan(params)
-    speculated = node_speculation.stage(params, gathered)
+    speculated = node_speculation.stage(params, gathered, node_ownership.evidence)
     assert speculated.get("staged"), speculated
     the_plan = remediation.plan(gathered, opts)
     assert speculation.matching_stage(the_plan, gathered, speculated, proposed) is None
@@ -170,7 +170,7 @@ def test_a_node_that_has_the_runtimes_is_not_staged(tmp_path, containerd):
     opts = _opts(node, "etc/containerd/config.toml", "var/lib/kubelet/config.yaml")
     params = _params(opts, "gather", speculate=speculation.proposals(opts))
     gathered = node_remediation.gather_for_plan(params)
-    assert node_speculation.stage(params, gathered) == {"skipped": "every runtime is loaded already"}
+    assert node_speculation.stage(params, gathered, node_ownership.evidence) == {"skipped": "every runtime is loaded already"}
 
 
 def test_the_proposals_follow_the_kubelet_only_where_the_runtime_does():
