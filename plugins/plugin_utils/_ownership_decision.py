@@ -37,6 +37,16 @@ IMMUTABLE_OS = {
                "(/etc/systemd/system/containerd.service.d/10-use-custom-config.conf)",
     "cos": "the node pool's configuration (the node is rebuilt from its image)",
 }
+# Content-addressed stores: a path in one is built from a declarative system configuration and never
+# edited in place, whatever the mount says (a store can be writable to root). By path prefix: the owner
+# and how it documents adding a runtime.
+STORES = (
+    ("/nix/store/", "Nix (NixOS builds /nix/store from its configuration)",
+     "virtualisation.containerd.settings in the NixOS configuration (the runtime under plugins."
+     "\"io.containerd.cri.v1.runtime\".containerd.runtimes), then nixos-rebuild switch"),
+    ("/gnu/store/", "GNU Guix (it builds /gnu/store from the system declaration)",
+     "the containerd service's configuration in the Guix system declaration, then guix system reconfigure"),
+)
 # How generators found by their evidence document the change (matched on the header or the unit).
 GENERATOR_HINTS = (
     (re.compile(r"\bk3s\b|\brke2\b", re.I),
@@ -71,6 +81,14 @@ def owner_in_header(line):
         if match:
             return match.group(1)
     return line.lstrip("#/; ")
+
+
+def store_of(node_path):
+    """(store directory, owner, documented way) of the content-addressed store node_path lies in, else None."""
+    for prefix, owner, way in STORES:
+        if (node_path or "").startswith(prefix):
+            return prefix.rstrip("/"), owner, way
+    return None
 
 
 def _service_configs(evidence):
@@ -169,6 +187,10 @@ def decide(evidence, path, config_path=None, imports=None, writable_dir=None):
                    % (node_path, "; ".join(why), owner, way))
         return out
 
+    store = store_of(node_path) or store_of(file_ev["node_realpath"])
+    if store:
+        return refuse(store[1], ["%s lies in %s, whose paths are built and never edited in place" % (node_path, store[0])]
+                      + ([] if file_ev["writable"]["ok"] else file_ev["writable"]["reasons"]), store[2])
     if not file_ev["writable"]["ok"]:
         owner = os_rel.get("NAME") if os_id in IMMUTABLE_OS else (gen_owner or "whoever mounted %s read-only"
                                                                   % mount.get("mount_point", "it"))
@@ -181,6 +203,10 @@ def decide(evidence, path, config_path=None, imports=None, writable_dir=None):
     if config_path is not None and path == config_path:
         real = file_ev["node_realpath"]
         for unit, config, source in _service_configs(evidence):
+            store = store_of(config)
+            if config not in (real, node_path) and store:
+                return refuse(store[1], ["%s starts containerd with --config %s (%s), in %s, so %s is not what it loads"
+                                         % (unit, config, source, store[0], node_path)], store[2])
             if config not in (real, node_path):
                 selector = "%s, whose %s selects the config" % (os_rel.get("NAME"), unit) if os_id in IMMUTABLE_OS \
                     else "%s (its unit selects the config)" % unit

@@ -172,6 +172,27 @@ def test_a_read_only_tree_is_refused_before_any_write_in_check_mode_and_for_real
         shapes.unmount(node)
 
 
+@pytest.mark.parametrize("config_rel", [None, "etc/containerd/config.toml"], ids=["the-store-path", "the-usual-path"])
+def test_a_config_in_a_content_addressed_store_is_refused_with_its_owners_way(tmp_path, containerd, config_rel):
+    """NixOS: containerd starts with --config on a read-only /nix/store path. The role pointed at that path, or at
+    /etc/containerd/config.toml (absent, never loaded), refuses the node in check mode and for real, naming Nix
+    and the NixOS configuration, and writes nothing."""
+    node = install(tmp_path / "nodes", "nixos", "2.1", mounts=True)
+    try:
+        facts = host_vars(node, "nixos")
+        if config_rel:
+            facts.update(gpurt_containerd_config_path=node.path(config_rel))
+        before = shapes.tree(node.root)
+        for check in (True, False):
+            _run, nodes = remediate(tmp_path, {"nix": facts}, check=check)
+            entry = nodes["nix"]
+            assert entry["status"] == "REFUSED", json.dumps(entry, indent=1)
+            assert "Its owner is Nix" in entry["reason"] and "nixos-rebuild switch" in entry["reason"], entry["reason"]
+        assert shapes.tree(node.root) == before and restarts(node) == 0
+    finally:
+        shapes.unmount(node)
+
+
 def test_the_evidence_reader_sees_the_real_mounts_of_a_node(tmp_path, containerd):
     """module_utils/_ownership on real mounts (the kernel's mountinfo): Talos' read-only /etc, Bottlerocket's
     tmpfs /etc/containerd and read-only /usr; the decision refuses each, naming the evidence."""
@@ -446,6 +467,7 @@ CONVERGE = [
     ("gpu-operator-v4-dropin-2.3", "2.3", ("nvidia", "nvidia-cdi"), {}),
     ("k3s", "1.7", ("nvidia", "nvidia-cdi"), {}),
     ("site-partial-dropin-1.7", "1.7", ("nvidia",), {}),
+    ("nixos", "2.1", ("nvidia",), {}),
 ]
 
 
