@@ -468,6 +468,7 @@ CONVERGE = [
     ("k3s", "1.7", ("nvidia", "nvidia-cdi"), {}),
     ("site-partial-dropin-1.7", "1.7", ("nvidia",), {}),
     ("nixos", "2.1", ("nvidia",), {}),
+    ("kubeadm-documented-2.3", "2.3", ("nvidia",), {}),
 ]
 
 

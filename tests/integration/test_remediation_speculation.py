@@ -32,7 +32,7 @@ SHAPES_2X = sorted((name, version) for name in os.listdir(shapes.SHAPES)
                    for version in shapes.meta(name).get("containerd") or [] if version.startswith("2."))
 
 # The real shapes whose plan is only the role's drop-ins beside an unchanged main config.
-ONE_CALL = {("kata-deploy-dropin-2.2", "2.2")}
+ONE_CALL = {("kata-deploy-dropin-2.2", "2.2"), ("kubeadm-documented-2.3", "2.3")}
 KUBELET = {"systemd": "kind: KubeletConfiguration\ncgroupDriver: systemd\n",
            "cgroupfs": "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\ncgroupDriver: cgroupfs\n",
            "unset": "kind: KubeletConfiguration\n",
