@@ -11,6 +11,8 @@ of the releases it is meant for and judged by the real `ansible-playbook audit.y
 - image-builder's version 2 config, with nvidia-ctk's drop-in written next to it in conf.d while the
   config has no imports: an orphan.
 - containerd 2.2's own default config imports conf.d/*.toml, created empty: a slot (info).
+- Canonical Kubernetes (k8s-snap): k8sd's version 2 config imports /etc/containerd/conf.d/*.toml, created
+  empty: a slot (info).
 - A kata ConfigPath file (TOML) and a base_runtime_spec beside the config are never orphans.
 
 Expected severities come from the registry: each is one the check declares, on a release it fires on.
@@ -70,6 +72,21 @@ def containerd_22_default(n):
     os.makedirs(n.path("etc/containerd/conf.d"))
 
 
+def k8s_snap_slot(n):
+    """Canonical Kubernetes (k8s-snap, classic): k8sd renders /etc/containerd/config.toml at bootstrap and join,
+    version 2 with the 1.x CRI plugin name, importing conf.d/*.toml, a directory it creates for extra config
+    (registry auths go there only when a registry has credentials)."""
+    n.write(n.config_rel, 'version = 2\noom_score = 0\n\nimports = ["{root}/etc/containerd/conf.d/*.toml"]\n\n' + SCRATCH
+            + '\n[grpc]\n  uid = 0\n  gid = 0\n\n[plugins."%s"]\n  stream_server_address = "127.0.0.1"\n'
+              '  sandbox_image = "ghcr.io/canonical/k8s-snap/pause:3.10"\n\n  [plugins."%s".containerd]\n'
+              '    default_runtime_name = "runc"\n\n    [plugins."%s".containerd.runtimes.runc]\n'
+              '      runtime_type = "io.containerd.runc.v2"\n\n  [plugins."%s".cni]\n    bin_dir = "/opt/cni/bin"\n'
+              '    conf_dir = "/etc/cni/net.d"\n\n  [plugins."%s".registry]\n    config_path = "/etc/containerd/hosts.d"\n'
+            % (V2, V2, V2, V2, V2))
+    os.makedirs(n.path("etc/containerd/conf.d"))
+    os.makedirs(n.path("etc/containerd/hosts.d"))
+
+
 def runtime_named_files(n):
     kata_conf = "{root}/opt/kata/configuration.toml"
     n.write(n.config_rel, "version = 3\n" + SCRATCH + runtime(V3, "runc")
@@ -91,6 +108,7 @@ LAYOUTS = {
     "image-builder-ctk": (image_builder_with_ctk_dropin, ("1.7", "2.1"), NV_LABEL,
                           {("orphan_dropin", "error"): 1, ("missing_handler", "error"): 1}),
     "containerd-22-default": (containerd_22_default, ("2.2",), {}, {("dead_imports_glob", "info"): 1}),
+    "k8s-snap-slot": (k8s_snap_slot, ("1.7", "2.1"), {}, {("dead_imports_glob", "info"): 1}),
     "runtime-named-files": (runtime_named_files, ("2.1",), {}, {}),
 }
 CASES = sorted((name, release) for name, (_setup, releases, _labels, _want) in LAYOUTS.items() for release in releases)
