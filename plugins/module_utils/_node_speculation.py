@@ -2,8 +2,8 @@
 # Copyright: (c) 2026, gpurt.runtime_gate developers
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The stage of the likeliest plan, in the gather's own call: a node that only lacks the role's
-drop-ins (its main config unchanged and already importing them) is then gathered, asked who owns the
-files and staged in one module run instead of two. The controller proposes the drop-ins, one set per
+drop-ins (and, maybe, the imports entry that loads them) is then gathered, asked who owns the files
+and staged in one module run instead of two. The controller proposes the drop-ins, one set per
 main-config version and kubelet cgroup driver; this picks the set that fits the node. It is only a
 guess: the controller uses the result only when its own plan writes exactly these files with these
 imports, and stages again otherwise."""
@@ -70,8 +70,9 @@ def choose(params, gathered):
 
 
 def stage(params, gathered, evidence_of):
-    """{proposal, import_patterns, owned_paths, staged} or {skipped: why}: the chosen set staged beside the
-    node's unchanged main config, with evidence_of(params) (the ownership evidence) first."""
+    """{proposal, import_patterns, added_import, owned_paths, staged} or {skipped: why}: the chosen set staged
+    beside the node's main config (with the proposal's add_import entry when no entry loads the set), with
+    evidence_of(params) (the ownership evidence) first."""
     index, why = choose(params, gathered)
     if index is None:
         return {"skipped": why}
@@ -80,12 +81,18 @@ def stage(params, gathered, evidence_of):
     dropin_dir = params["dropin_dir"].rstrip("/")
     resolved = [e["resolved"] for e in gathered.get("imports") or [] if e.get("declared_in") == config_path]
     paths = [f["path"] for f in proposal["files"]]
+    added = None
     if not any(all(host_paths.glob_matches_path(p, path) for path in paths) for p in resolved):
-        return {"skipped": "the main config does not import the proposed files"}
-    staged_main = _staged_main(gathered["files"][0]["content"], resolved, dropin_dir)
+        # The plan adds one imports entry for its drop-ins: the stage loads the main config with it.
+        added = proposal.get("add_import")
+        if not added or not all(host_paths.glob_matches_path(added, path) for path in paths):
+            return {"skipped": "the main config does not import the proposed files"}
+    patterns = resolved + ([added] if added else [])
+    staged_main = _staged_main(gathered["files"][0]["content"], patterns, dropin_dir)
     if staged_main is None:
         return {"skipped": "the main config's imports cannot be cut out as text"}
-    owned = sorted(set(paths) | set(os.path.dirname(p) for p in resolved if "*" in os.path.basename(p)))
+    owned = sorted(set(paths) | set(os.path.dirname(p) for p in resolved if "*" in os.path.basename(p))
+                   | set([config_path] if added else []))
     files = [dict(path=f["path"], content=f["content"], expect_sha256=None) for f in proposal["files"]]
     stage_params = dict(params, files=files, staged_main=staged_main, input_paths=[], owned_paths=owned,
                         version_output=gathered.get("version_output"))
@@ -94,4 +101,5 @@ def stage(params, gathered, evidence_of):
         staged = dict(evidence, **node_remediation.stage(stage_params))
     except (GatherError, node_remediation.FilesError, IOError, OSError) as exc:
         return {"skipped": "staging failed: %s" % exc}
-    return {"proposal": index, "import_patterns": resolved, "owned_paths": owned, "staged": staged}
+    return {"proposal": index, "import_patterns": patterns, "added_import": added, "owned_paths": owned,
+            "staged": staged}

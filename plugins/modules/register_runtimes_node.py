@@ -184,8 +184,8 @@ options:
   speculate:
     description:
       - O(step=gather) - drop-ins the controller expects to write, one set per main-config version and kubelet cgroup
-        driver. When the node's main config has that version, already imports them and none of them exists, the
-        set is staged in this call too (with the ownership evidence first) and returned as RV(speculated); the
+        driver. When the node's main config has that version, imports them (or takes the set's O(speculate[].add_import)
+        entry for them) and none of them exists, the set is staged in this call too (with the ownership evidence first) and returned as RV(speculated); the
         controller uses it only when its plan writes exactly these files, and stages again otherwise.
     type: list
     elements: dict
@@ -200,6 +200,11 @@ options:
         type: str
         choices: [any, absent, systemd, other]
         default: any
+      add_import:
+        description:
+          - The imports entry the plan adds when no entry of the main config loads the set; the stage then loads
+            the main config with it. Without it, such a node is not staged.
+        type: str
       runtimes:
         description: The runtimes the set registers; a node whose dump has them all is not staged.
         type: list
@@ -432,9 +437,13 @@ speculated:
       type: int
       returned: when a set was staged
     import_patterns:
-      description: The resolved imports entries of the main config the stage kept.
+      description: The resolved imports entries the stage loaded the main config with.
       type: list
       elements: str
+      returned: when a set was staged
+    added_import:
+      description: The proposal's O(speculate[].add_import) when the stage added it, else null.
+      type: str
       returned: when a set was staged
     owned_paths:
       description: The paths whose ownership evidence RV(speculated.staged) carries.
@@ -544,6 +553,7 @@ ARGUMENT_SPEC = dict(
     speculate=dict(type="list", elements="dict", default=[], options=dict(
         version=dict(type="int", required=True),
         kubelet=dict(type="str", default="any", choices=["any", "absent", "systemd", "other"]),
+        add_import=dict(type="str"),
         runtimes=dict(type="list", elements="str", default=[]),
         files=dict(type="list", elements="dict", required=True, options=dict(
             path=dict(type="path", required=True),
