@@ -11,6 +11,8 @@ of the releases it is meant for and judged by the real `ansible-playbook audit.y
 - image-builder's version 2 config, with nvidia-ctk's drop-in written next to it in conf.d while the
   config has no imports: an orphan.
 - containerd 2.2's own default config imports conf.d/*.toml, created empty: a slot (info).
+- containerd 2.2+'s default config written as is, with no conf.d directory: its own entry is a slot (info);
+  on 2.1, whose default imports nothing, the same entry written by hand is a warning.
 - Canonical Kubernetes (k8s-snap): k8sd's version 2 config imports /etc/containerd/conf.d/*.toml, created
   empty: a slot (info).
 - A kata ConfigPath file (TOML) and a base_runtime_spec beside the config are never orphans.
@@ -72,6 +74,12 @@ def containerd_22_default(n):
     os.makedirs(n.path("etc/containerd/conf.d"))
 
 
+def containerd_default_no_dir(n):
+    """`containerd config default > /etc/containerd/config.toml` on 2.2+ (kubeadm's documented setup): the
+    default's own imports entry, and no conf.d directory, which nothing created."""
+    n.write(n.config_rel, 'version = 3\nimports = ["{root}/etc/containerd/conf.d/*.toml"]\n' + SCRATCH)
+
+
 def k8s_snap_slot(n):
     """Canonical Kubernetes (k8s-snap, classic): k8sd renders /etc/containerd/config.toml at bootstrap and join,
     version 2 with the 1.x CRI plugin name, importing conf.d/*.toml, a directory it creates for extra config
@@ -109,6 +117,9 @@ LAYOUTS = {
                           {("orphan_dropin", "error"): 1, ("missing_handler", "error"): 1}),
     "containerd-22-default": (containerd_22_default, ("2.2",), {}, {("dead_imports_glob", "info"): 1}),
     "k8s-snap-slot": (k8s_snap_slot, ("1.7", "2.1"), {}, {("dead_imports_glob", "info"): 1}),
+    "containerd-default-no-dir": (containerd_default_no_dir, ("2.2", "2.3", "2.4"), {}, {("dead_imports_glob", "info"): 1}),
+    # the same entry written by hand on 2.1, whose default imports nothing, stays a warning
+    "conf-d-no-dir-2.1": (containerd_default_no_dir, ("2.1",), {}, {("dead_imports_glob", "warning"): 1}),
     "runtime-named-files": (runtime_named_files, ("2.1",), {}, {}),
 }
 CASES = sorted((name, release) for name, (_setup, releases, _labels, _want) in LAYOUTS.items() for release in releases)

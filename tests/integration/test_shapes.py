@@ -87,6 +87,8 @@ CASES = {
     ("nvidia-ctk-registered-2.1", "2.1"): (["nvidia", "nvidia-cdi"], {}),
     ("kubeadm-documented-1.7", "1.7"): ([], {}),
     ("kubeadm-documented-2.1", "2.1"): ([], {}),
+    # containerd 2.3's default config as is: its own conf.d/*.toml entry, no conf.d yet (a slot)
+    ("kubeadm-documented-2.3", "2.3"): ([], {("dead_imports_glob", "info"): 1}),
     # kind's node image: nothing GPU on it; the RuntimeClass nvidia finds no handler. On 2.x its version 2
     # key tolerate_missing_hugepages_controller is dropped with a warning (not a runtime: no finding).
     ("kind", "1.7"): (["nvidia"], {("missing_handler", "error"): 1}),
@@ -115,8 +117,9 @@ CASES = {
     # the GPU Operator's toolkit on 2.4: a version 4 drop-in, runc's SystemdCgroup copied (no enable_cdi: 2.4 has none)
     ("gpu-operator-toolkit-systemd-2.4", "2.4"): (["nvidia", "nvidia-cdi"], {}),
     # kata-deploy's versionless drop-in outside conf.d (its handlers are kata-qemu, kata-clh: no class here names
-    # them); the node's conf.d/*.toml matches no file yet
-    ("kata-deploy-dropin-2.2", "2.2"): ([], {("dead_imports_glob", "warning"): 1}),
+    # them); conf.d/*.toml, containerd 2.2's own default entry, matches no file yet: a slot (info)
+    ("kata-deploy-dropin-2.2", "2.2"): ([], {("dead_imports_glob", "info"): 1}),
+    ("nixos", "2.1"): ([], {}),
 }
 
 
