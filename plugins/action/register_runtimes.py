@@ -102,11 +102,11 @@ class ActionModule(ActionBase):
         self._dropin_dirs = remediation.dropin_dirs(opts)
         wanted_binaries = [r.get("binary_name") for r in opts["runtimes"] if isinstance(r, dict) and r.get("binary_name")]
 
-        # The likeliest plan (the role's drop-ins beside an unchanged main config) is staged in the gather's
-        # call; it stands for the plan's stage only when the plan is exactly that.
+        # The likeliest plan (the role's drop-ins, and the imports entry that loads them where none does) is
+        # staged in the gather's call; it stands for the plan's stage only when the plan is exactly that.
         proposed = speculation.proposals(opts)
-        more = dict(speculate=proposed, gather_staged=self._play_context.check_mode, host_root=opts["host_root"],
-                    service_names=[opts["service_name"]]) if proposed else {}
+        more = dict(self._evidence_args(), speculate=proposed, gather_staged=self._play_context.check_mode) \
+            if proposed else {}
         gathered = self._node(task_vars, "gather", migrate=opts["migrate"], extra_paths=wanted_binaries, **more)
         speculated = gathered.pop("speculated", None)
         if gathered.get("failed") or gathered.get("unreachable"):
@@ -253,8 +253,12 @@ class ActionModule(ActionBase):
                     input_paths=the_plan.get("input_paths") or [], gather_staged=self._play_context.check_mode,
                     version_output=gathered.get("version_output"))
         if owned_paths:
-            args.update(owned_paths=owned_paths, host_root=self._opts["host_root"], service_names=[self._opts["service_name"]])
+            args.update(self._evidence_args(), owned_paths=owned_paths)
         return self._node(task_vars, "stage", **args)
+
+    def _evidence_args(self):
+        """What the node's ownership evidence reads besides the paths: the node's root and containerd's unit."""
+        return dict(host_root=self._opts["host_root"], service_names=[self._opts["service_name"]])
 
     def _owned(self, task_vars, gathered, the_plan, found=None):
         """(gathered, plan, replanned) once every planned file is decided from the node's evidence (FOUND,
@@ -265,7 +269,7 @@ class ActionModule(ActionBase):
         for _attempt in range(3):
             if found is None:
                 found = self._node(task_vars, "ownership", owned_paths=ownership_gate.evidence_paths(the_plan, gathered),
-                                   host_root=self._opts["host_root"], service_names=[self._opts["service_name"]])
+                                   **self._evidence_args())
             if found.get("failed"):
                 raise remediation.Refusal("cannot read who owns the files the run would write: %s. Nothing was "
                                           "written." % found.get("msg"))

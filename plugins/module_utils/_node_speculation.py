@@ -19,7 +19,6 @@ import re
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _host_paths as host_paths
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _node_config_text as node_config_text
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _node_remediation as node_remediation
-from ansible_collections.gpurt.runtime_gate.plugins.module_utils._node_gather import GatherError
 
 # YAML or JSON, as kubelets read it: a guess only (the controller parses the file).
 _CGROUP_DRIVER = re.compile(r"""(?:^|[{,])\s*["']?cgroupDriver["']?\s*:\s*["']?([A-Za-z]+)""", re.MULTILINE)
@@ -69,10 +68,10 @@ def choose(params, gathered):
     return None, "no proposal for version %s" % version
 
 
-def stage(params, gathered, evidence_of):
+def stage(params, gathered, stage_with_evidence):
     """{proposal, import_patterns, added_import, owned_paths, staged} or {skipped: why}: the chosen set staged
-    beside the node's main config (with the proposal's add_import entry when no entry loads the set), with
-    evidence_of(params) (the ownership evidence) first."""
+    beside the node's main config (with the proposal's add_import entry when no entry loads the set) by
+    stage_with_evidence(params), the module's stage step with owned_paths (the ownership evidence first)."""
     index, why = choose(params, gathered)
     if index is None:
         return {"skipped": why}
@@ -96,10 +95,8 @@ def stage(params, gathered, evidence_of):
     files = [dict(path=f["path"], content=f["content"], expect_sha256=None) for f in proposal["files"]]
     stage_params = dict(params, files=files, staged_main=staged_main, input_paths=[], owned_paths=owned,
                         version_output=gathered.get("version_output"))
-    evidence = evidence_of(stage_params)
-    try:
-        staged = dict(evidence, **node_remediation.stage(stage_params))
-    except (GatherError, node_remediation.FilesError, IOError, OSError) as exc:
-        return {"skipped": "staging failed: %s" % exc}
+    staged = stage_with_evidence(stage_params)
+    if staged.get("stage_failed"):
+        return {"skipped": "staging failed: %s" % staged["stage_failed"]}
     return {"proposal": index, "import_patterns": patterns, "added_import": added, "owned_paths": owned,
             "staged": staged}

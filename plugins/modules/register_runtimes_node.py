@@ -512,7 +512,7 @@ def _gather(params):
     result = node_remediation.gather_for_plan(params)
     if params["speculate"]:
         from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _node_speculation
-        result["speculated"] = _node_speculation.stage(params, result, lambda staged: _ownership().evidence(staged))
+        result["speculated"] = _node_speculation.stage(params, result, _stage)
     return result
 
 

@@ -12,7 +12,6 @@ import pytest
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
 from ansible_collections.gpurt.runtime_gate.plugins.action import register_runtimes as action
-from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _node_ownership as node_ownership
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _node_remediation as node_remediation
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _node_speculation as node_speculation
 from ansible_collections.gpurt.runtime_gate.plugins.modules import register_runtimes_node as node_module
@@ -79,7 +78,7 @@ def _both(opts):
     proposed = speculation.proposals(opts)
     params = _params(opts, "gather", speculate=proposed, extra_paths=[opts["runtimes"][0]["binary_name"]])
     gathered = node_remediation.gather_for_plan(params)
-    speculated = node_speculation.stage(params, gathered, node_ownership.evidence)
+    speculated = node_speculation.stage(params, gathered, node_module._stage)
     try:
         the_plan = remediation.plan(gathered, opts)
     except remediation.Refusal:
@@ -91,7 +90,7 @@ def _both(opts):
     own = _params(opts, "stage", files=action._node_files(the_plan), staged_main=the_plan["staged_main"],
                   input_paths=the_plan.get("input_paths") or [], version_output=gathered["version_output"],
                   owned_paths=ownership_gate.evidence_paths(the_plan, gathered))
-    staged = dict(node_ownership.evidence(own), **node_remediation.stage(own))
+    staged = node_module._stage(own)
     return used, staged, the_plan
 
 
@@ -164,7 +163,7 @@ def test_a_plan_other_than_the_proposal_is_staged_by_itself(tmp_path, containerd
     proposed = speculation.proposals(other)
     params = _params(opts, "gather", speculate=proposed, extra_paths=[opts["runtimes"][0]["binary_name"]])
     gathered = node_remediation.gather_for_plan(params)
-    speculated = node_speculation.stage(params, gathered, node_ownership.evidence)
+    speculated = node_speculation.stage(params, gathered, node_module._stage)
     assert speculated.get("staged"), speculated
     the_plan = remediation.plan(gathered, opts)
     assert speculation.matching_stage(the_plan, gathered, speculated, proposed) is None
@@ -179,7 +178,7 @@ def test_a_node_that_has_the_runtimes_is_not_staged(tmp_path, containerd):
     opts = _opts(node, "etc/containerd/config.toml", "var/lib/kubelet/config.yaml")
     params = _params(opts, "gather", speculate=speculation.proposals(opts))
     gathered = node_remediation.gather_for_plan(params)
-    assert node_speculation.stage(params, gathered, node_ownership.evidence) == {"skipped": "every runtime is loaded already"}
+    assert node_speculation.stage(params, gathered, node_module._stage) == {"skipped": "every runtime is loaded already"}
 
 
 def test_the_proposals_follow_the_kubelet_only_where_the_runtime_does():

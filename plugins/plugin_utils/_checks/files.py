@@ -68,14 +68,14 @@ def check_dead_imports(ctx):
         fragments = _fragments_in(files, directory)
         slot = bool(entry.get("dir_exists")) and not fragments
         default_slot = not entry.get("dir_exists", True) and _containerd_default_entry(ctx, entry)
-        if slot:
-            message = ("imports entry '%s' in %s matches no file yet: %s exists and holds no config fragment (a slot "
-                       "waiting for a drop-in)" % (entry["pattern"], entry["declared_in"], directory))
-            fix = "nothing to fix; a drop-in written there as '%s' is loaded at the next start" % entry["resolved"]
-        elif default_slot:
-            message = ("imports entry '%s' in %s matches no file yet: it is the entry containerd %s's own default "
-                       "config carries, and %s does not exist (a slot waiting for a drop-in)"
-                       % (entry["pattern"], entry["declared_in"], ctx.gathered.get("version") or "2.2+", directory))
+        if slot or default_slot:
+            if slot:
+                why = "%s exists and holds no config fragment" % directory
+            else:
+                why = "it is the entry containerd %s's own default config carries, and %s does not exist" % (
+                    ctx.gathered.get("version") or "2.2+", directory)
+            message = "imports entry '%s' in %s matches no file yet: %s (a slot waiting for a drop-in)" % (
+                entry["pattern"], entry["declared_in"], why)
             fix = "nothing to fix; a drop-in written there as '%s' is loaded at the next start" % entry["resolved"]
         else:
             message = "imports entry '%s' in %s matches no file; containerd skips it without a log line%s" % (
