@@ -69,6 +69,9 @@ class ResourceOperations(object):
                 raise self.error("%s answered listing %s with items that are not a list" % (self.server, resource),
                                  resource=resource)
             items.extend(page_items)
+            if not seen_tokens and token is None:
+                # every page is of the first page's snapshot: a watch goes on from its version
+                self.last_list_version = (page.get("metadata") or {}).get("resourceVersion")
             token = (page.get("metadata") or {}).get("continue") or None
             if not token:
                 return items

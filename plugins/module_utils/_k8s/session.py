@@ -115,6 +115,7 @@ class KubeSession(ResourceOperations):
         self._started = clock()
         self.api_requests = 0
         self.api_list_calls = 0
+        self.last_list_version = None
 
     @property
     def server(self):
