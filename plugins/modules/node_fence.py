@@ -15,7 +15,7 @@ description:
   - For each Node in O(nodes), removes the labels C(runtime-gate.gpurt.io/<handler>) whose handler its
     C(status.runtimeHandlers) no longer lists (the running containerd as its kubelet reports it), whoever
     set them. A Node that lists no handler at all (containerd 1.x) gives no live signal and keeps its
-    labels: silence proves nothing.
+    labels, since silence proves nothing.
   - A Node that no host of O(inventory) maps to, or that several hosts map to, loses every verified label
     (no run can prove them) and is named; it is not returned in RV(hosts), so it is never re-audited against
     another host.

@@ -193,6 +193,7 @@ class Cluster(object):
             proc = subprocess.Popen(argv, stdout=log, stderr=log, stdin=subprocess.DEVNULL, cwd=self.dir,
                                     start_new_session=True)
         self.state["processes"][name] = {"pid": proc.pid, "start_time": _start_time(proc.pid)}
+        self.state.setdefault("argv", {})[name] = list(argv)
         self._save_state()
         return proc
 
@@ -303,6 +304,19 @@ class Cluster(object):
                 "--manage-nodes-with-annotation-selector", KWOK_ANNOTATION + "=fake",
                 "--server-address", "127.0.0.1:%d" % ports["kwok"], "--node-ip", "127.0.0.1"])
             self._wait("kwok", kwok, lambda: self._get(kwok_url)[0] == 200, 60)
+
+    def restart_apiserver(self, downtime=0.0, timeout=120):
+        """Stop kube-apiserver by its PID, wait DOWNTIME seconds, start it again with the same flags and
+        port (etcd keeps the state); returns once /readyz answers. Its clients' watches drop meanwhile."""
+        proc = self.state["processes"]["kube-apiserver"]
+        argv = self.state["argv"]["kube-apiserver"]
+        if _start_time(proc["pid"]) == proc["start_time"]:
+            os.kill(proc["pid"], signal.SIGTERM)
+            deadline = time.time() + 20
+            while time.time() < deadline and _start_time(proc["pid"]) == proc["start_time"]:
+                time.sleep(0.1)
+        time.sleep(downtime)
+        self._wait("kube-apiserver", self._start("kube-apiserver", argv), self.readyz, timeout)
 
     def down(self, timeout=20):
         """Stop, by PID, what up() started (newest first); a PID that now names another process is left alone."""

@@ -8,6 +8,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.gpurt.runtime_gate.plugins.module_utils._k8s.gate_names import LABEL_PREFIX
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils._checks.kubelet import kubelet_cgroup_driver
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils._checks.model import NotRun
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils._checks.registry import need
@@ -26,13 +27,16 @@ def selector_matches(node_selector, labels):
     """(applies, why) for a RuntimeClass scheduling.nodeSelector against node labels.
 
     Unknown labels (None) count as a match: a handler that might land on the node
-    is checked rather than silently passed.
+    is checked rather than silently passed. Our own verified labels (prevent.yml's gate) are left out:
+    they are what the audit proves, so a node that lost one must still be judged for that handler.
     """
     if not node_selector:
         return True, "no nodeSelector"
     if labels is None:
         return True, "node labels unknown; assumed the RuntimeClass can land here"
     for key, value in sorted(node_selector.items()):
+        if str(key).startswith(LABEL_PREFIX):
+            continue
         have = _label_text(labels.get(key))
         if have != _label_text(value):
             return False, "nodeSelector %s=%s does not match (node has %r)" % (key, value, have)

@@ -11,7 +11,7 @@ from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _playboo
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
 PLAYBOOKS = os.path.join(REPO, "playbooks")
-NAMES = ("audit", "cluster_audit", "crosscheck", "prevent", "remediate", "validate_bootstrap")
+NAMES = ("audit", "cluster_audit", "crosscheck", "fence", "prevent", "remediate", "validate_bootstrap")
 
 
 @pytest.fixture(scope="module")
@@ -23,6 +23,10 @@ def read_playbook(name):
     """The playbook's text, and that of each vars file and task file it loads."""
     with open(os.path.join(PLAYBOOKS, name + ".yml")) as handle:
         text = handle.read()
+    # a play imported by name (fence.yml: ansible-rulebook copies the playbook alone) is read in its place
+    for play in re.findall(r"import_playbook: gpurt\.runtime_gate\.plays\.(\w+)$", text, re.M):
+        with open(os.path.join(PLAYBOOKS, "plays", play + ".yml")) as handle:
+            text = handle.read().replace("- ../vars/", "- vars/") + text
     included = re.findall(r"^\s+- (vars/\S+\.yml)$", text, re.M) + re.findall(r"include_tasks: (tasks/\S+\.yml)$", text, re.M)
     for vars_file in sorted(set(included)):
         with open(os.path.join(PLAYBOOKS, vars_file)) as handle:
@@ -41,7 +45,9 @@ def test_the_spec_lists_every_gpurt_variable_the_playbook_reads(doc, name):
     # Read through the role's defaults, or by the modules from host variables.
     read = set(re.findall(r"(?<![&*])\b(gpurt_[a-z0-9_]+)\b", text))  # not YAML anchors
     registered = set(re.findall(r"register: (gpurt_[a-z0-9_]+)", text)) | set(
-        re.findall(r"^\s+(gpurt_[a-z0-9_]+):\s*>?-?\s*$", text, re.MULTILINE))
+        re.findall(r"^\s+(gpurt_[a-z0-9_]+):\s*>?-?\s*$", text, re.MULTILINE)) | set(
+        # what a playbook sets for the playbooks it imports (fence.yml: the re-audit's hosts)
+        re.findall(r"^    (gpurt_[a-z0-9_]+): ", "".join(re.findall(r"^  vars:\n((?:    \S.*\n)+)", text, re.M)), re.M))
     wanted = read - registered - playbook_inputs.INTERNAL - {"gpurt_audit_failing", "gpurt_remediate_failing"}
     options = set(playbook_inputs.options(doc, name))
     assert wanted - options == set(), "%s.yml reads variables its spec does not list" % name
