@@ -16,7 +16,7 @@ description:
     C(status.runtimeHandlers) no longer lists (the running containerd as its kubelet reports it), whoever
     set them. A Node that lists no handler at all (containerd 1.x) gives no live signal and keeps its
     labels, since silence proves nothing.
-  - A Node that no host of O(inventory) maps to, or that several hosts map to, loses every verified label
+  - A Node that no host of O(hosts) maps to, or that several hosts map to, loses every verified label
     (no run can prove them) and is named; it is not returned in RV(hosts), so it is never re-audited against
     another host.
   - One JSON patch per Node, pinned to its uid and to each label's value; the check time annotation is
@@ -32,13 +32,17 @@ options:
     type: list
     elements: str
     required: true
-  inventory:
+  hosts:
     description:
-      - The inventory as C([host, gpurt_node_name]) pairs (C(null) when unset); a host maps to the Node of its
-        own name unless C(gpurt_node_name) says otherwise, as the audit maps them.
+      - The inventory's hosts. A host maps to the Node of its own name unless O(node_names) says otherwise, as
+        the audit maps them.
     type: list
-    elements: raw
+    elements: str
     default: []
+  node_names:
+    description: The Node of each host that sets C(gpurt_node_name), host to Node name.
+    type: dict
+    default: {}
 extends_documentation_fragment:
   - gpurt.runtime_gate.attributes
   - gpurt.runtime_gate.attributes.k8s_group
@@ -58,8 +62,8 @@ EXAMPLES = r"""
 - name: Fence gpu-1 if its containerd no longer runs a handler its labels claim
   gpurt.runtime_gate.node_fence:
     nodes: [gpu-1]
-    inventory: "{{ groups['all'] | zip(groups['all'] | map('extract', hostvars)
-                   | map(attribute='gpurt_node_name', default=none)) | list }}"
+    hosts: "{{ groups['all'] }}"
+    node_names: {gpu-1-host: gpu-1}
   run_once: true
   delegate_to: localhost
 """

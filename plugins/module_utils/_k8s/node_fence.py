@@ -67,7 +67,8 @@ def argument_spec():
     spec.update(kube.REQUEST_ARG_SPEC)
     spec.update(
         nodes=dict(type="list", elements="str", required=True),
-        inventory=dict(type="list", elements="raw", default=[]),
+        hosts=dict(type="list", elements="str", default=[]),
+        node_names=dict(type="dict", default={}),
     )
     return spec
 
@@ -88,14 +89,12 @@ def claimed_handlers(node):
     return frozenset(k[len(LABEL_PREFIX):] for k, v in labels.items() if k.startswith(LABEL_PREFIX) and v == "true")
 
 
-def host_map(inventory):
-    """{node name: [hosts]} from [[host, gpurt_node_name or None], ...]: a host is its Node's name
-    unless gpurt_node_name says otherwise (as the audit maps them)."""
+def host_map(hosts, node_names):
+    """{node name: [hosts]}: a host maps to the Node of its own name unless node_names (its
+    gpurt_node_name) says otherwise, as the audit maps them."""
     out = {}
-    for item in inventory or []:
-        if not isinstance(item, (list, tuple)) or len(item) != 2 or not isinstance(item[0], str):
-            raise ValueError("inventory: each entry is [host, gpurt_node_name or null] (got %r)" % (item,))
-        host, node = item
+    for host in hosts or []:
+        node = (node_names or {}).get(host)
         out.setdefault(node if isinstance(node, str) and node else host, []).append(host)
     return out
 
@@ -132,10 +131,7 @@ def fence_one(session, name, hosts, check_mode):
 def run(module):
     from ansible_collections.gpurt.runtime_gate.plugins.module_utils._k8s.module_session import module_session
     result = dict(changed=False, nodes=[], hosts=[], lines=[], api_requests=0)
-    try:
-        mapping = host_map(module.params["inventory"])
-    except ValueError as exc:
-        module.fail_json(msg=str(exc), **result)
+    mapping = host_map(module.params["hosts"], module.params["node_names"])
     names = []
     for name in module.params["nodes"]:
         if name not in names:
