@@ -37,7 +37,7 @@ OLDEST_TESTS := tests/integration/test_audit_playbook.py tests/integration/test_
 
 .PHONY: setup go-binaries demo test test-oldest unit integration sanity lint bench build clean
 
-setup: $(VENV)/.installed .cache/containerd/2.1/containerd go-binaries .collections/ansible_collections/gpurt/runtime_gate
+setup: $(VENV)/.installed .cache/containerd/2.1/containerd go-binaries .collections/ansible_collections/gpurt/runtime_gate java
 
 $(VENV)/.installed: requirements.txt requirements-test.txt
 	@test -n "$(PYTHON)" || { echo "need Python 3.11+ on the controller" >&2; exit 1; }
@@ -55,6 +55,14 @@ $(VENV)/.installed: requirements.txt requirements-test.txt
 # module proxy once per version into $(GPURT_CACHE)/go-bin (cold: see docs/development.md), linked in .cache/bin.
 go-binaries:
 	GPURT_CACHE=$(GPURT_CACHE) tools/build-go-binaries .cache/bin
+
+# ansible-rulebook (the event-driven gate's tests) runs its rules engine on a Java 17 runtime: Debian's package.
+.PHONY: java
+java:
+	@java -version 2>&1 | grep -q 'version "\(1[7-9]\|2[0-9]\)' || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q openjdk-17-jre-headless; \
+	  else echo "ansible-rulebook needs a Java 17 runtime: install openjdk-17-jre-headless" >&2; exit 1; fi; }
 
 .collections/ansible_collections/gpurt/runtime_gate:
 	mkdir -p .collections/ansible_collections/gpurt

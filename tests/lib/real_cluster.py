@@ -312,9 +312,14 @@ class Cluster(object):
         argv = self.state["argv"]["kube-apiserver"]
         if _start_time(proc["pid"]) == proc["start_time"]:
             os.kill(proc["pid"], signal.SIGTERM)
-            deadline = time.time() + 20
+            # a graceful shutdown waits for open watches; an old process still serving them is no restart
+            deadline = time.time() + 5
             while time.time() < deadline and _start_time(proc["pid"]) == proc["start_time"]:
                 time.sleep(0.1)
+            if _start_time(proc["pid"]) == proc["start_time"]:
+                os.kill(proc["pid"], signal.SIGKILL)
+                while _start_time(proc["pid"]) == proc["start_time"]:
+                    time.sleep(0.1)
         time.sleep(downtime)
         self._wait("kube-apiserver", self._start("kube-apiserver", argv), self.readyz, timeout)
 
