@@ -273,7 +273,8 @@ class ActionModule(ActionBase):
             if found.get("failed"):
                 raise remediation.Refusal("cannot read who owns the files the run would write: %s. Nothing was "
                                           "written." % found.get("msg"))
-            verdict = ownership_gate.judge(the_plan, gathered, found, self._opts.get("edit_generated"))
+            verdict = ownership_gate.judge(the_plan, gathered, found, self._opts.get("edit_generated"),
+                                           self._opts["dropin_dir"])
             if verdict["refusals"]:
                 raise remediation.Refusal(verdict["refusals"])
             if verdict["dropin_dir"] and verdict["dropin_dir"] != self._opts["dropin_dir"]:

@@ -14,6 +14,7 @@ import os
 import re
 
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _containerd_facts as containerd_facts
+from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _host_paths as host_paths
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _input_types as input_types
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils._checks.kubelet import kubelet_cgroup_driver
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils._checks.model import NotRun
@@ -108,6 +109,10 @@ def check_options(opts):
         if (inside.rstrip("/") + "/").startswith(backup) or backup.startswith(inside.rstrip("/") + "/"):
             raise Refusal("backup_dir %s must be outside %s (%s), where an imports glob could load a backup"
                           % (opts["backup_dir"], inside, what))
+    try:
+        opts["host_root"] = host_paths.host_root(opts.get("host_root"))
+    except ValueError as exc:
+        raise Refusal(str(exc))
     if opts.get("migrate") not in ("auto", "always", "never"):
         raise Refusal("migrate must be auto, always or never")
 
