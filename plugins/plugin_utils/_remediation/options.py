@@ -55,6 +55,8 @@ ARGUMENT_SPEC = dict(
     # Ownership evidence: where the node's / is, and the unit that starts containerd.
     host_root=dict(type="str", default="/"),
     service_name=dict(type="str", default="containerd"),
+    # The role's state on the node (the restart marker), under host_root.
+    state_dir=dict(type="str", default=containerd_facts.STATE_DIR),
 )
 
 
@@ -94,6 +96,7 @@ def check_options(opts):
     _absolute_path(opts["config_path"], "config_path")
     _absolute_path(opts["dropin_dir"], "dropin_dir")
     _absolute_path(opts["backup_dir"], "backup_dir")
+    _absolute_path(opts.setdefault("state_dir", containerd_facts.STATE_DIR), "state_dir")
     _plain_name(opts["dropin_prefix"], "dropin_prefix")
     _plain_name(opts["dropin_suffix"], "dropin_suffix")
     glob = opts["dropin_glob"]
