@@ -54,7 +54,8 @@ def test_the_imported_dropin_dir_of_a_generated_config_gets_the_host_root_once(t
     run = ansible_run.playbook(str(playbook), inventory)
     assert run.rc == 0 and run.recap["n1"]["failed"] == 0, run
     assert os.path.isfile(wanted), every_file(node.root)
-    assert not os.path.exists(node.path(node.root)), "written under the doubled root: %s" % every_file(node.path(node.root))
+    doubled = node.path(node.root)
+    assert not os.path.exists(doubled), "written under the doubled root: %s" % every_file(doubled)
     assert sha(config) == before, "the generated main config was changed (its generator rewrites it at every start)"
     rc, out, err = containerd_bins.dump(node.binary, config)
     assert rc == 0 and "gpu2" in out, err

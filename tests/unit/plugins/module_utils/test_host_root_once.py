@@ -64,10 +64,11 @@ def test_an_absolute_node_path_is_prefixed_once_and_the_result_is_a_fixed_point(
     else:
         assert got == machine(root, node)
     assert host_paths.on_machine(root, got) == got
-    assert host_paths.on_machine(root, host_paths.on_node(root, got)) == got
+    if not under(root, host_paths.on_node(root, got)):  # a node path that reads as under the root is the ambiguity
+        assert host_paths.on_machine(root, host_paths.on_node(root, got)) == got
     if r != "/":
         assert got.startswith(r + "/") or got == r
-        assert not got.startswith(r + r + "/")
+        assert not got.startswith(r + r + "/") or node.startswith(r + r + "/")
 
 
 @SMALL
