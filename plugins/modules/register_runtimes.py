@@ -352,8 +352,10 @@ containerd:
 restart_pending:
   description:
     - Why containerd is restarted although no file changed - a restart that did not happen after an earlier
-      write (failed handler, killed run) - judged on the running view (C(crictl info), else the daemon's start
-      time against the role's own drop-ins). The task reports C(changed) so the restart handler runs.
+      write (failed handler, killed run) - from the role's restart marker (the time and the files of that write;
+      see O(state_dir)), and from the running view (C(crictl info), else the daemon's start time against the
+      role's own drop-ins). The task reports C(changed) so the restart handler runs; in check mode it says it
+      would restart.
   returned: when a restart is pending
   type: str
 restored:
