@@ -183,3 +183,23 @@ def test_the_dropin_dir_a_generated_config_imports_is_prefixed_once(parts, form)
         assert again["dropin_dir"] is None and "the change would be lost" in again["refusals"][0], again
     finally:
         shutil.rmtree(base, ignore_errors=True)
+
+
+# --- the code path that writes the restart marker and the gather that reads it -----------------------
+
+@FILES
+@given(st.lists(_NAME, min_size=1, max_size=2), NODE_PATHS, st.sampled_from(["node", "prefixed"]))
+def test_the_restart_marker_is_written_and_read_under_the_root_once(parts, state_dir, form):
+    from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _restart_marker as restart_marker
+    base = tempfile.mkdtemp(prefix="hr", dir="/tmp")
+    try:
+        root = os.path.join(base, *parts)
+        assume(not under(root, state_dir))
+        config = machine(root, "/etc/containerd/config.toml")
+        params = {"host_root": root, "state_dir": _form(root, state_dir, form)}
+        where = restart_marker.write(params, config, [machine(root, "/etc/containerd/conf.d/zz-gpurt-nvidia.toml")])
+        assert where == machine(root, state_dir + "/restart-pending.json") and os.path.isfile(where)
+        assert restart_marker.read(params, config)["path"] == where
+        assert restart_marker.read({"host_root": root, "state_dir": state_dir}, config)["path"] == where
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
