@@ -133,9 +133,8 @@ class ActionModule(ActionBase):
                 result["restart_proof"] = restart_proof.record(
                     opts, dict((k, self._opts.get(k)) for k in _NODE_ARGS), the_plan, {})
                 result["restart_proof"]["node_args"]["dropin_dirs"] = self._dropin_dirs
-                if check_mode:
-                    # The re-audit judges the node after the restart the real run makes: the marker goes then.
-                    gathered["restart_marker"] = None
+                # The marker stays in what the re-audit judges, in check mode too: only a proved restart removes
+                # it, and check mode proves none (the restart that is pending may fail again).
             return self._done(result, gathered, changed=bool(pending))
 
         # One node call reports who owns the planned files and stages them; a second stage follows only

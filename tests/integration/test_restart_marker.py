@@ -127,6 +127,18 @@ def test_remediate_counts_the_written_files_when_the_restart_failed_and_never_pa
         assert "remediation: 1 changed" in run.out, run
     assert entry["remediation"]["restart_pending"].startswith("the role wrote "), entry["remediation"]
     assert marker(node) is not None
+    # Check mode says it would restart, and does not say OK: no restart was proved.
+    reports = tmp_path / "reports-check"
+    inv = ansible_run.write_inventory(str(tmp_path / "hosts-check.json"), {node.name: facts},
+                                      group_vars=dict(group, gpurt_report_dir=str(reports)))
+    check = ansible_run.playbook(REMEDIATE, inv, check=True)
+    assert check.rc != 0, check
+    with open(str(reports / "remediate.json")) as handle:
+        entry = json.load(handle)["nodes"][node.name]
+    assert entry["remediation"]["changed"] is True and "would restart containerd" in entry["remediation"]["msg"], entry
+    assert entry["status"] != "OK" and ("restart_pending", "error") in [
+        (f["check"], f["severity"]) for f in entry["findings"]], json.dumps(entry, indent=1)
+    assert marker(node) is not None
 
 
 def test_a_run_killed_between_the_write_and_the_restart_leaves_a_pending_restart(tmp_path, containerd):
