@@ -282,8 +282,8 @@ def gather(params, ran=None):
     result["cdi_spec_dirs_read"] = cdi_dirs
     result["cdi_specs"] = collect_cdi_specs(cdi_dirs, params["max_file_bytes"], timeout)
 
-    # A restart the role's marker says is pending (the staged gather of check mode reads none: it stands for
-    # the node after the write and the restart that clears it).
+    # A restart the role's marker says is pending (the staged gather of check mode reads the node's own marker
+    # itself: its config path is the staged copy's).
     result["restart_marker"] = restart_marker.read(params, config_path) if params.get("read_marker", True) else None
     if params.get("gather_running", True):
         loaded_files = [f["path"] for f in files if f["role"] in ("main", "imported") and f["content"] is not None]

@@ -225,7 +225,10 @@ def _staged_gather(params, root, staged_main, dump_run):
     staged_params = dict(params, config_path=staged_main, gather_running=False, read_marker=False,
                          dropin_dirs=[root + d if d == dropin_dir else d for d in dirs])
     gathered = node_gather.gather(staged_params, ran={"dump": dump_run, "version_output": params.get("version_output")})
-    return _unstaged(gathered, root)
+    gathered = _unstaged(gathered, root)
+    # A restart already pending stays pending after the write (check mode proves no restart): the node's own marker.
+    gathered["restart_marker"] = restart_marker.read(params, os.path.abspath(params["config_path"]))
+    return gathered
 
 
 def _write_atomically(path, content, like):

@@ -210,6 +210,25 @@ def test_a_restart_command_that_failed_once_is_retried_proved_and_then_quiet(tmp
         shutil.rmtree(run_dir, ignore_errors=True)
 
 
+def test_check_mode_of_a_write_on_a_node_with_a_pending_restart_does_not_say_ok(tmp_path, containerd):
+    node, facts, _playbook, manifest = setup(tmp_path, containerd_runtime_restart_command=["false"])
+    group = {"gpurt_runtimeclasses_src": manifest, "gpurt_serial": "100%", "gpurt_become": False}
+    first = ansible_run.playbook(REMEDIATE, ansible_run.write_inventory(
+        str(tmp_path / "hosts.json"), {node.name: facts}, group_vars=dict(group, gpurt_report_dir=str(tmp_path / "r1"))))
+    assert first.rc != 0 and marker(node) is not None, first
+    os.remove(node.path("etc/containerd/conf.d/zz-gpurt-nvidia.toml"))  # something took the drop-in away since
+    reports = tmp_path / "r2"
+    check = ansible_run.playbook(REMEDIATE, ansible_run.write_inventory(
+        str(tmp_path / "hosts-check.json"), {node.name: facts}, group_vars=dict(group, gpurt_report_dir=str(reports))),
+        check=True)
+    assert check.rc != 0, check
+    with open(str(reports / "remediate.json")) as handle:
+        entry = json.load(handle)["nodes"][node.name]
+    assert "would write" in entry["remediation"]["msg"], entry["remediation"]
+    assert [(f["severity"], f["subject"]) for f in entry["findings"] if f["check"] == "restart_pending"] == [
+        ("error", "restart_marker")], json.dumps(entry, indent=1)
+
+
 def test_check_mode_of_a_first_write_reads_no_marker_and_writes_none(tmp_path, containerd):
     node, facts, playbook, _manifest = setup(tmp_path)
     check = ansible_run.playbook(playbook, inventory(tmp_path, node, facts), check=True)
