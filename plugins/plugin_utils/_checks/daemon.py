@@ -161,7 +161,12 @@ def check_restart_pending(ctx):
     running = ctx.gathered.get("running")
     if not isinstance(running, dict) or _running_view_missing(ctx):
         return marked  # the running view is missing: need_running let the check run for the marker alone
-    return marked + _against_running(ctx, running)
+    try:
+        return marked + _against_running(ctx, running)
+    except NotRun:
+        if marked:  # the marker alone says it
+            return marked
+        raise
 
 
 def _against_running(ctx, running):

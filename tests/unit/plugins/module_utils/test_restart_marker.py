@@ -86,6 +86,12 @@ def test_the_audit_reports_the_marker_where_no_running_view_exists():
     assert found == [] and "restart_pending" in skipped
 
 
+def test_the_marker_is_reported_where_the_start_time_fallback_cannot_judge():
+    process = {"source": "process", "daemon_started": None, "config_newest_mtime": None, "error": "no mtime"}
+    found, ran, _skipped = audit(process, dict(MARKER))
+    assert "restart_pending" in ran and [(f["severity"], f["subject"]) for f in found] == [("error", "restart_marker")]
+
+
 def test_the_marker_and_the_running_view_both_speak():
     crictl = {"source": "crictl", "runtimes": ["runc"], "runtime_details": {"runc": {}}, "endpoint": "unix:///x"}
     found, _ran, _skipped = audit(crictl, dict(MARKER))
