@@ -123,8 +123,18 @@ class ActionModule(ActionBase):
         if the_plan["noop"]:
             pending = remediation.restart_pending(gathered, the_plan["specs"], opts)
             if pending:
-                result.update(restart_pending=pending, msg="nothing to write; restart pending: %s" % pending)
-                result["warnings"].append("%s: restarting containerd: %s" % (host, pending))
+                check_mode = self._play_context.check_mode
+                result.update(restart_pending=pending, msg="nothing to write; %s: %s" % (
+                    "would restart containerd (check mode restarts nothing)" if check_mode else "restart pending",
+                    pending))
+                result["warnings"].append("%s: %s containerd: %s" % (host, "would restart" if check_mode
+                                                                     else "restarting", pending))
+                # The handler restarts and proves the runtimes the run wants; a proof removes the marker.
+                result["restart_proof"] = restart_proof.record(
+                    opts, dict((k, self._opts.get(k)) for k in _NODE_ARGS), the_plan, {})
+                result["restart_proof"]["node_args"]["dropin_dirs"] = self._dropin_dirs
+                # The marker stays in what the re-audit judges, in check mode too: only a proved restart removes
+                # it, and check mode proves none (the restart that is pending may fail again).
             return self._done(result, gathered, changed=bool(pending))
 
         # One node call reports who owns the planned files and stages them; a second stage follows only
@@ -273,7 +283,8 @@ class ActionModule(ActionBase):
             if found.get("failed"):
                 raise remediation.Refusal("cannot read who owns the files the run would write: %s. Nothing was "
                                           "written." % found.get("msg"))
-            verdict = ownership_gate.judge(the_plan, gathered, found, self._opts.get("edit_generated"))
+            verdict = ownership_gate.judge(the_plan, gathered, found, self._opts.get("edit_generated"),
+                                           self._opts["dropin_dir"])
             if verdict["refusals"]:
                 raise remediation.Refusal(verdict["refusals"])
             if verdict["dropin_dir"] and verdict["dropin_dir"] != self._opts["dropin_dir"]:
@@ -322,6 +333,13 @@ class ActionModule(ActionBase):
             else:
                 why = restart_proof.missing_after_restart(proof, after, loaded)
         if not why:
+            proved = self._node(task_vars, "restart_proved")
+            if proved.get("failed"):
+                previous.update(failed=True, changed=True, step="after_restart",
+                                msg="%s: the restarted containerd has the runtimes, but the restart marker could not "
+                                    "be removed: %s" % (host, proved.get("msg")))
+                return previous
+            after["restart_marker"] = None
             running = after.get("running") or {}
             previous["msg"] = "%s; after the restart %s has %s" % (
                 previous.get("msg") or "written",
@@ -329,6 +347,12 @@ class ActionModule(ActionBase):
                 "the config containerd starts with (%s)" % after.get("config_path"),
                 ", ".join(r["name"] for r in proof["runtimes"]))
             return self._done(previous, after, changed=True)
+        marker = "the restart marker stays, so the next run restarts and proves again"
+        if not proof["files"]:  # a pending restart: this run wrote nothing, so nothing is put back
+            previous.update(failed=True, changed=True, step="after_restart", reasons=why,
+                            msg="%s: the runtimes are not there after the restart: %s; this run wrote nothing; %s"
+                                % (host, "; ".join(why), marker))
+            return previous
         files = [dict(path=f["path"], backup=f["backup"], existed=f["existed"]) for f in proof["files"]]
         restored = self._node(task_vars, "restore", files=files)
         put_back = restored.get("put_back") or []
@@ -337,8 +361,8 @@ class ActionModule(ActionBase):
                                         restored.get("removed_new") or [])
         again = self._restart_again(task_vars, args)
         previous.update(failed=True, changed=True, step="after_restart", reasons=why,
-                        msg="%s: the runtimes did not survive the restart: %s; %s; %s" % (
-                            host, "; ".join(why), line, again))
+                        msg="%s: the runtimes did not survive the restart: %s; %s; %s; %s" % (
+                            host, "; ".join(why), line, again, marker))
         return previous
 
     def _restart_again(self, task_vars, args):

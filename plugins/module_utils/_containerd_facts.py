@@ -21,6 +21,8 @@ KUBELET_CONFIG_PATH = "/var/lib/kubelet/config.yaml"
 CDI_SPEC_DIRS = ("/etc/cdi", "/var/run/cdi")
 CRI_ENDPOINT = "unix:///run/containerd/containerd.sock"
 BACKUP_DIR = "/var/backups/gpurt-runtime-gate"
+# The role's own state on the node (the restart marker, _restart_marker.py), under the node's root.
+STATE_DIR = "/var/lib/gpurt-runtime-gate"
 # Drop-in directories next to the main config: conf.d, where containerd's default imports read and
 # the remediation writes, and config.d, where a released nvidia-ctk wrote its drop-in.
 DROPIN_DIR_NAMES = ("conf.d", "config.d")
@@ -53,4 +55,8 @@ GATHER_SPEC = dict(
     max_memory_mb=dict(type="int", default=1024),
     crictl_bin=dict(type="str", default="crictl"),
     cri_endpoint=dict(type="str"),
+    # Where the node's / is ('/' unless the node is mounted elsewhere, a test node's directory), and the
+    # role's state directory on the node (read under that root): a restart marker there is a pending restart.
+    host_root=dict(type="path", default="/"),
+    state_dir=dict(type="path", default=STATE_DIR),
 )

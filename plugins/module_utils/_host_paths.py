@@ -69,6 +69,45 @@ def import_matches(pattern, config_path, base_dir=None):
     return resolved, [resolved] if os.path.isfile(resolved) else []
 
 
+def _normal(path):
+    """posixpath.normpath, with POSIX's leading '//' folded to '/' ('..' above / stays at /)."""
+    path = os.path.normpath(path)
+    return "/" + path.lstrip("/") if path.startswith("//") else path
+
+
+def host_root(root):
+    """The node root in one spelling: '/' for '' and '/'; ValueError for a relative one or one with glob
+    characters (an imports glob under it would match by the root's characters too)."""
+    root = root or "/"
+    if not os.path.isabs(root) or has_magic(root):
+        raise ValueError("host_root must be an absolute path without glob characters (* ? [), not %r" % root)
+    return _normal(root)
+
+
+def on_machine(root, path, base=None):
+    """The path this machine opens for PATH, read from the node whose / is ROOT (its config, its imports,
+    its units): ROOT prefixed exactly once. A relative PATH is taken against BASE (a directory, as the
+    node or this machine names it), else against the node's /. A PATH already under ROOT (a test node's
+    config that names its own root) stays as it is; glob characters in PATH are kept."""
+    root = host_root(root)
+    if not os.path.isabs(path):
+        path = os.path.join(on_node(root, base) if base else "/", path)
+    node = _normal(path)
+    if root == "/" or node == root or node.startswith(root + "/"):
+        return node
+    return root if node == "/" else root + node
+
+
+def on_node(root, path):
+    """PATH as the node whose / is ROOT names it (the inverse of on_machine); a path outside ROOT, such
+    as a private staging directory, stays as it is."""
+    root = host_root(root)
+    node = _normal(path)
+    if root == "/" or not (node == root or node.startswith(root + "/")):
+        return node
+    return node[len(root):] or "/"
+
+
 def glob_matches_path(pattern, path):
     """Whether an imports entry would load path, as containerd reads entries: only an entry
     containing '*' is a glob (Go's filepath.Match per path segment), any other is one path."""

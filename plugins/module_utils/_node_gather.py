@@ -19,6 +19,7 @@ from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _contain
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _host_paths as host_paths
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _node_config_text as node_config_text
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _node_fragment_scan as fragment_scan
+from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _restart_marker as restart_marker
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils._node_commands import (
     DAEMON_CWD, GatherError, cause_line, containerd_version, finish, find_binary, kill, loader_lines, memory_limit,
     parse_version, start, start_version)
@@ -281,6 +282,9 @@ def gather(params, ran=None):
     result["cdi_spec_dirs_read"] = cdi_dirs
     result["cdi_specs"] = collect_cdi_specs(cdi_dirs, params["max_file_bytes"], timeout)
 
+    # A restart the role's marker says is pending (the staged gather of check mode reads the node's own marker
+    # itself: its config path is the staged copy's).
+    result["restart_marker"] = restart_marker.read(params, config_path) if params.get("read_marker", True) else None
     if params.get("gather_running", True):
         loaded_files = [f["path"] for f in files if f["role"] in ("main", "imported") and f["content"] is not None]
         result["running"] = running_view(params, config_path, config_text, dump, loaded_files, timeout)

@@ -25,6 +25,7 @@ from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _node_co
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _node_commands as commands
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _node_gather as node_gather
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _host_paths as host_paths
+from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _restart_marker as restart_marker
 
 # The controller writes imports into the staged main config with this prefix; the node puts
 # its private staging directory in its place.
@@ -221,10 +222,13 @@ def _staged_gather(params, root, staged_main, dump_run):
     dirs = params.get("dropin_dirs")
     if dirs is None:
         dirs = containerd_facts.dropin_dirs(params["config_path"])
-    staged_params = dict(params, config_path=staged_main, gather_running=False,
+    staged_params = dict(params, config_path=staged_main, gather_running=False, read_marker=False,
                          dropin_dirs=[root + d if d == dropin_dir else d for d in dirs])
     gathered = node_gather.gather(staged_params, ran={"dump": dump_run, "version_output": params.get("version_output")})
-    return _unstaged(gathered, root)
+    gathered = _unstaged(gathered, root)
+    # A restart already pending stays pending after the write (check mode proves no restart): the node's own marker.
+    gathered["restart_marker"] = restart_marker.read(params, os.path.abspath(params["config_path"]))
+    return gathered
 
 
 def _write_atomically(path, content, like):
@@ -297,6 +301,11 @@ def write(params):
     failure = None
     changed = []  # the files this write really changed, in order
     current = None
+    # The restart marker goes first: a run killed anywhere after this line leaves a pending restart the next
+    # run and the audit see, whatever the running view can tell.
+    real_config = os.path.abspath(config_path)
+    had_marker = restart_marker.read(params, real_config) is not None
+    restart_marker.write(params, real_config, [i["path"] for i in files])
     try:
         for item in files:
             current = item["path"]
@@ -332,6 +341,8 @@ def write(params):
     if failure is not None:
         problems = _restore([d for d in done if d["path"] in changed])
         failed_paths = [line.split(": ", 1)[0] for line in problems]
+        if not problems and not had_marker:
+            restart_marker.remove(params, real_config)  # every file is as it was: nothing to restart for
         return {"failed": True, "msg": failure, "restored": not problems, "restore_problems": problems,
                 "changed_files": changed, "put_back": [p for p in changed if p not in failed_paths],
                 "backup_dir": run_dir, "dump_after_write": dump}

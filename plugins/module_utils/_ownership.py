@@ -46,15 +46,13 @@ _OS_KEYS = ("ID", "ID_LIKE", "VARIANT_ID", "VERSION_ID", "NAME")
 
 
 def node_path(root, path):
-    """A node path (/etc/x) as a path on this machine: under root."""
-    return path if root in ("/", "") else os.path.join(root, path.lstrip("/"))
+    """A node path (/etc/x) as a path on this machine: under root, exactly once (_host_paths.on_machine)."""
+    return host_paths.on_machine(root, path)
 
 
 def unrooted(root, path):
     """A path on this machine as the node sees it (the inverse of node_path)."""
-    if root in ("/", "") or not path.startswith(root.rstrip("/") + "/"):
-        return path
-    return path[len(root.rstrip("/")):]
+    return host_paths.on_node(root, path)
 
 
 # --- mounts ---------------------------------------------------------------------------------
@@ -268,8 +266,12 @@ def _script(root, argv, env):
 
 def follow(root, argv, env):
     """One Exec command: {argv, config (a containerd daemon's --config), script, writes, script_text};
-    a shell script, `sh -c` string or snap app it runs is read for the files the start writes."""
-    out = {"argv": argv, "config": running_view.daemon_config(argv), "script": None, "writes": []}
+    a shell script, `sh -c` string or snap app it runs is read for the files the start writes. The
+    paths it reports are node paths (a unit that names one under root already is taken as that path)."""
+    config = running_view.daemon_config(argv)
+    if config is not None and os.path.isabs(config):
+        config = unrooted(root, config)
+    out = {"argv": argv, "config": config, "script": None, "writes": []}
     if not argv or out["config"] is not None:
         return out
     script, text, env = _script(root, argv, env)
@@ -280,7 +282,7 @@ def follow(root, argv, env):
         elif error and os.path.exists(node_path(root, script)):
             out["script_error"] = "%s: %s" % (script, error)
     if text is not None:
-        out["writes"] = units.script_writes(text, env)
+        out["writes"] = [unrooted(root, p) for p in units.script_writes(text, env)]
         out["script_text"] = text
     return out
 

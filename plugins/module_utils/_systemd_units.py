@@ -178,7 +178,7 @@ def unit_files_under_root(root, name):
     fragment = None
     dropins = {}
     for directory in UNIT_DIRS:
-        base = os.path.join(root, directory)
+        base = host_paths.on_machine(root, directory)
         candidate = os.path.join(base, name)
         if fragment is None and os.path.isfile(candidate):
             fragment = candidate
@@ -193,7 +193,7 @@ def units_under_root(root):
     names = set()
     for directory in UNIT_DIRS:
         try:
-            entries = os.listdir(os.path.join(root, directory))
+            entries = os.listdir(host_paths.on_machine(root, directory))
         except OSError:
             continue
         names.update(n for n in entries if n.endswith(".service"))

@@ -118,6 +118,18 @@ options:
       - The CRI endpoint C(crictl) talks to, such as C(unix:///run/containerd/containerd.sock).
       - Defaults to the loaded config's C([grpc] address), else C(unix:///run/containerd/containerd.sock).
     type: str
+  host_root:
+    description:
+      - Where the node's C(/) is, when the node is mounted elsewhere (a container with the host at C(/host), a test
+        node's directory). O(state_dir) is read under it, the root prefixed exactly once.
+    type: path
+    default: /
+  state_dir:
+    description:
+      - The role's state directory on the node (a node path, read under O(host_root)). A restart marker there
+        (RV(restart_marker)) says that the role wrote files and the restart after them was not proved yet.
+    type: path
+    default: /var/lib/gpurt-runtime-gate
   keep_texts:
     description:
       - Also return the raw texts the node sent, RV(dump) and each file's RV(files[].content).
@@ -134,7 +146,8 @@ options:
         C(dropin_dirs) from C(gpurt_dropin_dirs), C(kubelet_config_path) from C(gpurt_kubelet_config_path),
         C(cdi_spec_dirs) from C(gpurt_cdi_spec_dirs), C(timeout) from C(gpurt_containerd_timeout),
         C(shim_dirs) from C(gpurt_shim_dirs), C(crictl_bin) from C(gpurt_crictl_bin) and
-        C(cri_endpoint) from C(gpurt_cri_endpoint).
+        C(cri_endpoint) from C(gpurt_cri_endpoint), C(host_root) from C(gpurt_host_root) and C(state_dir) from
+        C(gpurt_state_dir).
       - An option set in the task wins. An option whose variable the host does not have, or has as null,
         keeps its default.
       - The same as setting each option to its variable with a C(default(omit)) filter, without a
@@ -435,6 +448,20 @@ running:
     crictl_error: null
     started_from: null
     pid: null
+restart_marker:
+  description:
+    - The role's restart marker for this config (C(restart-pending.json) in O(state_dir) for
+      C(/etc/containerd/config.toml), C(restart-pending-<hash>.json) for another), or null when no restart is
+      pending. C(path), C(written_at) (epoch seconds) and C(time) (UTC) of the write, C(files) it wrote, and
+      C(error) when the file could not be read as a marker (a restart is still pending then).
+  returned: success
+  type: dict
+  sample:
+    path: /var/lib/gpurt-runtime-gate/restart-pending.json
+    written_at: 1767225600.0
+    time: "2026-01-01T00:00:00Z"
+    files: [/etc/containerd/conf.d/zz-gpurt-nvidia.toml]
+    error: null
 loaded:
   description:
     - Summary of the loaded config, parsed on the controller by the action plugin; null when

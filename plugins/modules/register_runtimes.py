@@ -174,9 +174,18 @@ options:
       - Where the node's C(/) is. Before any write (and the same in check mode) every file the plan touches is
         decided from the node's evidence (read-only mount, immutable attribute, access, a generated header, a
         template or parts beside it, the unit that starts containerd and what its start writes, os-release),
-        read under this root. See C(docs/remediation-ownership.md).
+        read under this root. See C(docs/remediation-ownership.md). Paths read from the node get the root
+        exactly once.
     type: str
     default: /
+  state_dir:
+    description:
+      - The role's state directory on the node, under O(host_root). The write leaves a restart marker there
+        before the first file changes (the time and the files); only the proof after the restart removes it.
+        While it is there, the task reports C(changed) with RV(restart_pending) although no file changes, so
+        the restart runs again, and the audit reports C(restart_pending).
+    type: str
+    default: /var/lib/gpurt-runtime-gate
   service_name:
     description: The systemd unit that starts containerd, read for what its start writes.
     type: str
@@ -205,7 +214,8 @@ options:
         (the audit's O(gpurt.runtime_gate.containerd_config_info#module:host_vars) list, one list for both):
         C(gpurt_shim_dirs), C(gpurt_cdi_spec_dirs), C(gpurt_dropin_dirs), C(gpurt_kubelet_config_path),
         C(gpurt_containerd_config_path), C(gpurt_containerd_bin), C(gpurt_containerd_timeout),
-        C(gpurt_crictl_bin), C(gpurt_cri_endpoint). Every node step (gather, stage, write, after the restart)
+        C(gpurt_crictl_bin), C(gpurt_cri_endpoint), C(gpurt_host_root), C(gpurt_state_dir). Every node step
+        (gather, stage, write, after the restart)
         takes them, so the re-audit judges the node as the audit does."
     type: bool
     default: true
@@ -213,8 +223,8 @@ options:
     description:
       - "Take every option the task leaves out from the C(gpurt.runtime_gate.containerd_runtime) role's variable
         C(containerd_runtime_<option>), checked first against the role's argument spec (the role's own task sets
-        this). A null variable leaves its option out, so O(host_vars) and the defaults apply; C(gpurt_host_root)
-        stands for a null C(containerd_runtime_host_root); C(containerd_runtime_nvidia_cdi) is added to the
+        this). A null variable leaves its option out, so O(host_vars) and the defaults apply (C(gpurt_host_root)
+        for a null C(containerd_runtime_host_root)); C(containerd_runtime_nvidia_cdi) is added to the
         runtimes when C(containerd_runtime_enable_nvidia_cdi) is true."
     type: bool
     default: false
@@ -342,8 +352,10 @@ containerd:
 restart_pending:
   description:
     - Why containerd is restarted although no file changed - a restart that did not happen after an earlier
-      write (failed handler, killed run) - judged on the running view (C(crictl info), else the daemon's start
-      time against the role's own drop-ins). The task reports C(changed) so the restart handler runs.
+      write (failed handler, killed run) - from the role's restart marker (the time and the files of that write;
+      see O(state_dir)), and from the running view (C(crictl info), else the daemon's start time against the
+      role's own drop-ins). The task reports C(changed) so the restart handler runs; in check mode it says it
+      would restart.
   returned: when a restart is pending
   type: str
 restored:

@@ -29,6 +29,8 @@ description:
   - O(step=after_restart) is the gather of the config with the running view (C(crictl info)), that is what
     the restarted daemon has.
   - O(step=restore) puts O(files) back from their O(files[].backup) (a file without one is removed).
+  - O(step=restart_proved) removes the restart marker of O(config_path) once the controller proved the restarted
+    daemon.
   - Every step refuses a file whose sha256 is not O(files[].expect_sha256) (another tool wrote it since).
 version_added: 0.1.0
 author:
@@ -38,7 +40,7 @@ options:
     description: Which step to run.
     type: str
     required: true
-    choices: [gather, stage, write, ownership, after_restart, restore]
+    choices: [gather, stage, write, ownership, after_restart, restore, restart_proved]
   containerd_bin:
     description: The containerd binary, as a path or a name looked up in E(PATH).
     type: str
@@ -128,9 +130,17 @@ options:
     elements: path
     default: []
   host_root:
-    description: Where the node's C(/) is (a directory per node in tests, a mounted image); unit files and os-release are read under it.
+    description:
+      - Where the node's C(/) is (a directory per node in tests, a mounted image); unit files, os-release and
+        O(state_dir) are read under it, the root prefixed exactly once.
     type: path
     default: /
+  state_dir:
+    description:
+      - The role's state directory on the node (a node path under O(host_root)). O(step=write) writes the restart
+        marker there before it changes a file; O(step=restart_proved) removes it; every gather reads it.
+    type: path
+    default: /var/lib/gpurt-runtime-gate
   service_names:
     description: O(step=ownership) - the systemd units that start containerd.
     type: list
@@ -334,6 +344,17 @@ running:
   description: O(step=gather) - the running view (as M(gpurt.runtime_gate.containerd_config_info) returns it).
   returned: step is gather
   type: dict
+restart_marker:
+  description:
+    - O(step=gather), O(step=write) and O(step=after_restart) - the role's restart marker of O(config_path) in
+      O(state_dir) (as M(gpurt.runtime_gate.containerd_config_info) returns it), or null when no restart is
+      pending. O(step=write) writes it before the first file changes.
+  returned: step is gather, write or after_restart
+  type: dict
+removed_marker:
+  description: O(step=restart_proved) - the path of the restart marker, now removed.
+  returned: step is restart_proved
+  type: str
 default_text:
   description: O(step=gather) - what C(containerd config default) prints.
   returned: step is gather
@@ -475,10 +496,13 @@ step:
   type: str
 """
 
+import os
+
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _containerd_facts as containerd_facts
 
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _node_remediation as node_remediation
+from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _restart_marker as restart_marker
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils._node_gather import GatherError
 
 
@@ -507,6 +531,11 @@ def _stage(params):
         return dict(evidence, stage_failed=_os_error_text(exc, "stage"))
 
 
+def _restart_proved(params):
+    """The proof after the restart succeeded: the restart marker goes."""
+    return {"removed_marker": restart_marker.remove(params, os.path.abspath(params["config_path"]))}
+
+
 def _gather(params):
     """The gather; with speculate, the stage of the proposed drop-ins that fit the node too."""
     result = node_remediation.gather_for_plan(params)
@@ -523,6 +552,7 @@ _STEPS = {
     "ownership": lambda params: _ownership().evidence(params),
     "after_restart": lambda params: _ownership().after_restart(params),
     "restore": lambda params: _ownership().restore(params),
+    "restart_proved": _restart_proved,
 }
 
 
@@ -540,7 +570,6 @@ ARGUMENT_SPEC = dict(
         existed=dict(type="bool", default=False),
     )),
     owned_paths=dict(type="list", elements="path", default=[]),
-    host_root=dict(type="path", default="/"),
     service_names=dict(type="list", elements="str", default=["containerd"]),
     input_paths=dict(type="list", elements="path", default=[]),
     staged_main=dict(type="str"),
@@ -570,7 +599,7 @@ def main():
         supports_check_mode=True,
     )
     params = module.params
-    if params["step"] in ("write", "restore") and module.check_mode:
+    if params["step"] in ("write", "restore", "restart_proved") and module.check_mode:
         module.fail_json(msg="step=%s changes the node; it does not run in check mode" % params["step"])
     if params["timeout"] <= 0:
         module.fail_json(msg="timeout must be a positive number of seconds")
@@ -582,7 +611,7 @@ def main():
         module.fail_json(msg=_os_error_text(exc, params["step"]), step=params["step"])
     if result.pop("failed", False):
         module.fail_json(step=params["step"], **result)
-    module.exit_json(changed=params["step"] in ("write", "restore"), **result)
+    module.exit_json(changed=params["step"] in ("write", "restore", "restart_proved"), **result)
 
 
 if __name__ == "__main__":

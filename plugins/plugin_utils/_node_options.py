@@ -22,6 +22,8 @@ NODE_OPTIONS = (
     ("shim_dirs", "gpurt_shim_dirs"),
     ("crictl_bin", "gpurt_crictl_bin"),
     ("cri_endpoint", "gpurt_cri_endpoint"),
+    ("host_root", "gpurt_host_root"),
+    ("state_dir", "gpurt_state_dir"),
 )
 OPTION_NAMES = tuple(option for option, _variable in NODE_OPTIONS)
 

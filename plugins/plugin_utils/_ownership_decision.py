@@ -21,6 +21,8 @@ __metaclass__ = type
 import os
 import re
 
+from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _host_paths as host_paths
+
 WRITE = "write"
 WRITE_INPUT = "write-input"
 REFUSE = "refuse"
@@ -136,11 +138,14 @@ def _generator(file_ev):
     return owner, lines
 
 
-def _surviving_input(file_ev, imports, writable_dir):
+def _surviving_input(file_ev, imports, writable_dir, root="/"):
     """(node path, why) of the input the generator keeps: a directory the generated file imports
-    with a glob, else a template the start reads or the header names; (None, None) when none."""
+    with a glob, else a template the start reads or the header names; (None, None) when none.
+    imports are machine paths (as gathered): the directory is named as the node names it, so that
+    the caller maps it under root once."""
     for directory in _import_dirs(imports):
         if writable_dir(directory):
+            directory = host_paths.on_node(root, directory)
             return directory + "/", "the generated file imports %s/*, so a drop-in there is merged after every " \
                                     "regeneration" % directory
     beside = dict((os.path.basename(p), p) for p in file_ev.get("inputs_beside") or [])
@@ -224,7 +229,7 @@ def decide(evidence, path, config_path=None, imports=None, writable_dir=None):
                       ["%s is on a %s (%s), rebuilt empty at every boot" % (node_path, mount["fstype"], mount["mount_point"])]
                       + gen_lines, documented_way(os_id, gen_owner))
     if gen_owner:
-        target, why = _surviving_input(file_ev, imports, writable_dir)
+        target, why = _surviving_input(file_ev, imports, writable_dir, evidence.get("root") or "/")
         if target:
             out.update(owner=gen_owner, decision=WRITE_INPUT, surviving_input=target, evidence=gen_lines,
                        message="%s is rewritten by %s; the change goes to %s instead (%s)"

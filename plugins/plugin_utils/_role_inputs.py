@@ -22,9 +22,9 @@ from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils._user_words imp
 
 SPEC_PATH = os.path.join(COLLECTION_ROOT, "roles", "containerd_runtime", "meta", "argument_specs.yml")
 # A null variable leaves its option out: the action then takes the audit's gpurt_* host variable
-# (plugin_utils/_node_options.py) or the option's default. These options have a playbook variable the
-# audit's gather does not take.
-FALLBACKS = {"host_root": "gpurt_host_root"}
+# (plugin_utils/_node_options.py, gpurt_host_root among them) or the option's default. These options
+# have a playbook variable the audit's gather does not take (none now).
+FALLBACKS = {}
 # An empty value leaves these out too (no default runtime asked, the config's own CRI address).
 _OMIT_WHEN_EMPTY = ("default_runtime_name", "cri_endpoint")
 

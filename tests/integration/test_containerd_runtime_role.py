@@ -148,6 +148,7 @@ def node_vars(node, kind, extra):
         "gpurt_kubelet_config_path": node.path(node.kubelet_rel),
         "containerd_runtime_runtimes": runtimes_for(kind, node),
         "containerd_runtime_backup_dir": node.path("var/backups/gpurt-runtime-gate"),
+        "gpurt_state_dir": node.path("var/lib/gpurt-runtime-gate"),  # its restart marker stays in the node
         "containerd_runtime_restart_command": ["sh", "-c", "echo restarted >> %s" % node.path("restarts.log")],
     }
     facts.update(extra)

@@ -10,23 +10,10 @@ import pytest
 
 from tests.lib import ansible_run
 from tests.lib import generators
+from tests.lib.daemon import RESTART
 from tests.lib.nodes import Node
 
 pytestmark = pytest.mark.integration
-
-RESTART = """#!/bin/sh
-# Stands in for `systemctl restart containerd` on this scratch daemon.
-set -e
-pid=$(cat "{run}/pid" 2>/dev/null || true)
-if [ -n "$pid" ] && [ "$pid" -gt 1 ]; then
-  kill "$pid" 2>/dev/null || true
-  while kill -0 "$pid" 2>/dev/null; do sleep 0.1; done
-fi
-rm -f "{run}/c.sock"
-setsid "{binary}" --config "{config}" >>"{run}/daemon.log" 2>&1 < /dev/null &
-echo $! > "{run}/pid"
-i=0; while [ ! -S "{run}/c.sock" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done
-"""
 
 
 @pytest.fixture

@@ -212,8 +212,9 @@ def _node_runs(run):
 
 def test_check_mode_gathers_and_stages_a_prepared_node_in_one_call_and_predicts_the_real_run(tmp_path, containerd):
     """remediate.yml on a node whose main config imports the role's drop-ins: --check runs the node module
-    once (gather, evidence and stage together), the real run once more to write and once to prove after
-    the restart, and both say OK with the runtime loaded."""
+    once (gather, evidence and stage together), the real run once more to write, once to prove after the
+    restart and once to remove the restart marker the proof clears (issue 37), and both say OK with the
+    runtime loaded."""
     node = Node(tmp_path, "prepared", "2.1")
     node.write("etc/containerd/config.toml", 'version = 3\nimports = ["{root}/etc/containerd/conf.d/*.toml"]\n')
     node.write("var/lib/kubelet/config.yaml", KUBELET["cgroupfs"])  # runc's default: no cgroup_driver finding
@@ -232,6 +233,6 @@ def test_check_mode_gathers_and_stages_a_prepared_node_in_one_call_and_predicts_
     assert _node_runs(check) == 1, check
     assert "prepared: OK (would write %s" % node.path("etc/containerd/conf.d/zz-gpurt-nvidia.toml") in check.out, check
     real = ansible_run.playbook(REMEDIATE, inventory, args=("-vvv",))
-    assert real.rc == 0 and _node_runs(real) == 3, real
+    assert real.rc == 0 and _node_runs(real) == 4, real
     assert "SystemdCgroup = false" in open(node.path("etc/containerd/conf.d/zz-gpurt-nvidia.toml")).read()
     assert "runtimes.nvidia" in containerd_bins.dump(node.binary, node.config_path)[1]

@@ -12,6 +12,22 @@ import subprocess
 import tempfile
 import time
 
+# Stands in for `systemctl restart containerd` (a role's containerd_runtime_restart_command) on a scratch
+# daemon whose run dir holds its pid and socket: stop it by its pid, start it again, wait for the socket.
+RESTART = """#!/bin/sh
+set -e
+pid=$(cat "{run}/pid" 2>/dev/null || true)
+if [ -n "$pid" ] && [ "$pid" -gt 1 ]; then
+  kill "$pid" 2>/dev/null || true
+  while kill -0 "$pid" 2>/dev/null; do sleep 0.1; done
+fi
+rm -f "{run}/c.sock"
+setsid "{binary}" --config "{config}" >>"{run}/daemon.log" 2>&1 < /dev/null &
+echo $! > "{run}/pid"
+i=0; while [ ! -S "{run}/c.sock" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done
+"""
+
+
 HEAD = '''root = "{dir}/root"
 state = "{dir}/state"
 

@@ -51,6 +51,8 @@ class Node(object):
             "gpurt_containerd_bin": self.binary,
             "gpurt_containerd_config_path": self.config_path,
             "gpurt_kubelet_config_path": self.kubelet_config_path,
+            # The role's state (its restart marker) inside the node, not in this machine's /var/lib.
+            "gpurt_state_dir": self.path("var/lib/gpurt-runtime-gate"),
         }
         facts.update(extra)
         return facts

@@ -14,6 +14,7 @@ from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _config_
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils._checks.context import dropins_above_root
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils._checks.model import NotRun, finding
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils._checks.registry import check, fixed_by, need, not_fixed
+from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils._remediation.restart import marker_line
 
 V2, V3 = config_shapes.CRI_PLUGIN_V2, config_shapes.CRI_PLUGIN_V3
 
@@ -127,19 +128,48 @@ def _against_node_status(ctx, reported):
     return out
 
 
+def _marker_findings(ctx):
+    """The role's restart marker: it wrote files and the proof after the restart has not removed it."""
+    marker = ctx.gathered.get("restart_marker")
+    if not marker:
+        return []
+    return [finding(
+        ctx.node, "restart_pending", "error", "restart_marker",
+        "%s: the running containerd may lack what the files say, whatever else can be read of it" % marker_line(marker),
+        "run remediate.yml (it restarts containerd and proves the runtimes, which removes the marker); restarting by "
+        "hand leaves the marker until a run proves the restarted daemon",
+        {"marker": marker["path"], "written_at": marker.get("written_at"), "time": marker.get("time"),
+         "files": marker.get("files") or [], "marker_error": marker.get("error")})]
+
+
 @check("restart_pending", ("error", "warning"),
-       "error for a loaded runtime the running daemon lacks (judged by the Node's status: only where a pod can "
-       "ask for it), or a daemon serving no CRI; warning for a running runtime the next start drops, and for "
-       "the start-time fallback",
-       "the running daemon (`crictl info`) differs from the loaded config: a restart that did not happen; "
-       "without crictl, the runtimes the kubelet reports in the Node's `status.runtimeHandlers` (containerd "
-       "2.x), and a config file newer than the daemon's start (systemd or `/proc/<pid>/stat`)",
+       "error for the role's restart marker, for a loaded runtime the running daemon lacks (judged by the Node's "
+       "status: only where a pod can ask for it), or a daemon serving no CRI; warning for a running runtime the "
+       "next start drops, and for the start-time fallback",
+       "the role's restart marker is on the node (it wrote files and no proof after a restart removed the marker: "
+       "the restart failed, was not run, or the run was killed), with the time and the files; the running daemon "
+       "(`crictl info`) differs from the loaded config: a restart that did not happen; without crictl, the "
+       "runtimes the kubelet reports in the Node's `status.runtimeHandlers` (containerd 2.x), and a config file "
+       "newer than the daemon's start (systemd or `/proc/<pid>/stat`)",
        ("running", "loaded"),
        fixed_by("restarts containerd after the role wrote a file, and when a restart for its own runtimes did not "
-                "happen (`crictl info` lacks one or runs another BinaryName, or the daemon started before its "
-                "drop-ins were written); other tools' pending edits are not restarted for"))
+                "happen (its restart marker is there, `crictl info` lacks one or runs another BinaryName, or the "
+                "daemon started before its drop-ins were written), then proves the runtimes and removes the "
+                "marker; other tools' pending edits are not restarted for"))
 def check_restart_pending(ctx):
-    running = ctx.gathered["running"]
+    marked = _marker_findings(ctx)
+    running = ctx.gathered.get("running")
+    if not isinstance(running, dict) or _running_view_missing(ctx):
+        return marked  # the running view is missing: need_running let the check run for the marker alone
+    try:
+        return marked + _against_running(ctx, running)
+    except NotRun:
+        if marked:  # the marker alone says it
+            return marked
+        raise
+
+
+def _against_running(ctx, running):
     restart = "restart containerd (systemctl restart containerd), in a drained batch"
     if running.get("source") == "crictl":
         out = []
@@ -222,8 +252,8 @@ def check_blast_radius(ctx):
     )]
 
 
-@need("running")
-def need_running(ctx):
+def _running_view_missing(ctx):
+    """Why the running daemon cannot be compared with the loaded config, or None."""
     running = ctx.gathered.get("running")
     if not isinstance(running, dict):
         return "the running view was not gathered (a bare dump, or gather_running=false)"
@@ -233,3 +263,11 @@ def need_running(ctx):
     if reported is not None:
         return None
     return "no running view: %s; %s" % (running.get("error") or "not reported", why)
+
+
+@need("running")
+def need_running(ctx):
+    """The running view, or the role's restart marker, which says a restart is pending without it."""
+    if ctx.gathered.get("restart_marker"):
+        return None
+    return _running_view_missing(ctx)

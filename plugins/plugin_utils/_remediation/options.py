@@ -14,6 +14,7 @@ import os
 import re
 
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _containerd_facts as containerd_facts
+from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _host_paths as host_paths
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _input_types as input_types
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils._checks.kubelet import kubelet_cgroup_driver
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils._checks.model import NotRun
@@ -54,6 +55,8 @@ ARGUMENT_SPEC = dict(
     # Ownership evidence: where the node's / is, and the unit that starts containerd.
     host_root=dict(type="str", default="/"),
     service_name=dict(type="str", default="containerd"),
+    # The role's state on the node (the restart marker), under host_root.
+    state_dir=dict(type="str", default=containerd_facts.STATE_DIR),
 )
 
 
@@ -93,6 +96,7 @@ def check_options(opts):
     _absolute_path(opts["config_path"], "config_path")
     _absolute_path(opts["dropin_dir"], "dropin_dir")
     _absolute_path(opts["backup_dir"], "backup_dir")
+    _absolute_path(opts.setdefault("state_dir", containerd_facts.STATE_DIR), "state_dir")
     _plain_name(opts["dropin_prefix"], "dropin_prefix")
     _plain_name(opts["dropin_suffix"], "dropin_suffix")
     glob = opts["dropin_glob"]
@@ -108,6 +112,10 @@ def check_options(opts):
         if (inside.rstrip("/") + "/").startswith(backup) or backup.startswith(inside.rstrip("/") + "/"):
             raise Refusal("backup_dir %s must be outside %s (%s), where an imports glob could load a backup"
                           % (opts["backup_dir"], inside, what))
+    try:
+        opts["host_root"] = host_paths.host_root(opts.get("host_root"))
+    except ValueError as exc:
+        raise Refusal(str(exc))
     if opts.get("migrate") not in ("auto", "always", "never"):
         raise Refusal("migrate must be auto, always or never")
 

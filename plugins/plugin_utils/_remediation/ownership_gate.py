@@ -46,10 +46,12 @@ def _machine(root, node_path):
     return path + ("/" if trailing else "")
 
 
-def judge(the_plan, gathered, found, edit_generated=False):
+def judge(the_plan, gathered, found, edit_generated=False, dropin_dir=None):
     """{refusals: [messages], dropin_dir: machine dir or None, template: (decision, machine path) or None,
     notes: [lines]} of the plan's files against the node's evidence. edit_generated: a file a generator
-    owns is written anyway (its surviving input is not used), never one the file system refuses."""
+    owns is written anyway (its surviving input is not used), never one the file system refuses.
+    dropin_dir: where the plan's drop-ins go; a generated main config the plan still changes although
+    they already go to the directory it imports is refused (the change would be gone at its next start)."""
     evidence = found["ownership"]
     root = evidence.get("root") or "/"
     files = evidence["files"]
@@ -76,6 +78,10 @@ def judge(the_plan, gathered, found, edit_generated=False):
             if path != config_path:
                 out["refusals"].append("%s: %s, and the role writes only its own files there. %s"
                                        % (path, result["message"], _NOTHING))
+            elif target.endswith("/") and dropin_dir and target.rstrip("/") == dropin_dir.rstrip("/"):
+                out["refusals"].append("%s; the role's drop-ins already go there, yet the run would still change %s, "
+                                       "which is written again at the next start: the change would be lost. %s"
+                                       % (result["message"], result["path"], _NOTHING))
             elif target.endswith("/"):
                 out["dropin_dir"] = target.rstrip("/")
                 out["notes"].append(result["message"])

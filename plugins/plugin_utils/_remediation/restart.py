@@ -13,11 +13,28 @@ import os
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils._remediation.ownership import is_own
 
 
+def marker_line(marker):
+    """What a restart marker says, in one line."""
+    if marker.get("error"):
+        return "the role's restart marker %s says a restart is pending (%s)" % (marker["path"], marker["error"])
+    return "the role wrote %s at %s and the restart after that write was not proved (restart marker %s)" % (
+        ", ".join(marker.get("files") or []) or "files", marker.get("time") or "an unknown time", marker["path"])
+
+
 def restart_pending(gathered, specs, opts):
     """Why containerd must restart although no file changes (a restart that did not happen: a
-    failed handler, a run killed after writing), or None. Judged on the running view: `crictl
+    failed handler, a run killed after writing), or None. The role's restart marker first: it is
+    there from the write until the proof after the restart. Else judged on the running view: `crictl
     info` lacks a wanted runtime the loaded config has; else the daemon started before the role's
     own drop-ins were last written. Never for other tools' pending edits, which nobody proved."""
+    marker = gathered.get("restart_marker")
+    seen = _by_running_view(gathered, specs, opts)
+    if marker:
+        return "; ".join([marker_line(marker)] + ([seen] if seen else []))
+    return seen
+
+
+def _by_running_view(gathered, specs, opts):
     running = gathered.get("running") or {}
     if running.get("source") == "crictl":
         names = set(running.get("runtimes") or [])

@@ -148,8 +148,11 @@ def build(entries, fail_on="error", mode="hosts", runtimeclasses=None, run_failu
     for status in MODE_STATUSES.get(mode, ()):
         summary[mode_key(status)] = sum(1 for e in ordered if e["status"] == status)
     if mode == "remediation":
-        for outcome in ("changed", "unchanged"):
-            summary[outcome] = sum(1 for e in ordered if (e.get("remediation") or {}).get("outcome") == outcome)
+        # A host whose files were written counts as changed even when a later step (the restart, its proof)
+        # failed: the node's files are not what they were.
+        summary["changed"] = sum(1 for e in ordered if (e.get("remediation") or {}).get("outcome") == "changed"
+                                 or (e.get("remediation") or {}).get("changed"))
+        summary["unchanged"] = sum(1 for e in ordered if (e.get("remediation") or {}).get("outcome") == "unchanged")
     run_failures = list(run_failures or [])
     summary["passed"] = not run_failures and summary["failing"] == 0 and bool(ordered)
     built = {

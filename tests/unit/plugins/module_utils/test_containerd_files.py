@@ -64,7 +64,7 @@ def _params(tmp_path, binary, **extra):
                   dropin_dir=str(tmp_path / "etc/conf.d"), dropin_dirs=[str(tmp_path / "etc/conf.d")],
                   kubelet_config_path=str(tmp_path / "kubelet.yaml"), cdi_spec_dirs=[], timeout=10,
                   max_file_bytes=1 << 20, max_dump_bytes=1 << 24, backup_dir=str(tmp_path / "backups"),
-                  import_patterns=[], files=[])
+                  import_patterns=[], files=[], state_dir=str(tmp_path / "state"))
     params.update(extra)
     return params
 

@@ -63,10 +63,14 @@ def test_config_dir_gives_the_dropin_dir_unless_it_is_set():
 
 
 def test_a_null_host_root_falls_back_to_gpurt_host_root():
-    fallbacks = role_inputs.fallback_variables({"gpurt_host_root": "/srv/node1"})
-    assert args_of(fallbacks)["host_root"] == "/srv/node1"
-    assert args_of(fallbacks, containerd_runtime_host_root="/mnt/image")["host_root"] == "/mnt/image"
-    assert role_inputs.fallback_variables({"gpurt_host_root": None}) == {}
+    """gpurt_host_root is a per-node option of the audit's gather now (it reads the restart marker under it):
+    a null role variable leaves host_root out, and the action takes the host variable, as for every such option."""
+    from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _node_options as node_options
+    assert ("host_root", "gpurt_host_root") in node_options.NODE_OPTIONS
+    assert ("state_dir", "gpurt_state_dir") in node_options.NODE_OPTIONS
+    assert "host_root" not in args_of() and "state_dir" not in args_of()
+    assert args_of(containerd_runtime_host_root="/mnt/image")["host_root"] == "/mnt/image"
+    assert role_inputs.fallback_variables({"gpurt_host_root": "/srv/node1"}) == {}
 
 
 def test_a_wrong_type_is_named_by_its_variable():
