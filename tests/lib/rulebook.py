@@ -14,7 +14,7 @@ RULEBOOK = "gpurt.runtime_gate.runtime_gate"
 
 
 class Rulebook(object):
-    def __init__(self, workdir, inventory, variables, verbosity=1, rulebook=RULEBOOK):
+    def __init__(self, workdir, inventory, variables, verbosity=1, rulebook=RULEBOOK, extra_env=None):
         self.workdir = str(workdir)
         self.inventory = inventory
         self.variables = variables
@@ -22,6 +22,7 @@ class Rulebook(object):
         self.rulebook = rulebook
         self.log_path = os.path.join(self.workdir, "rulebook.log")
         self.vars_path = os.path.join(self.workdir, "rulebook-vars.json")
+        self.extra_env = extra_env
         self.proc = None
 
     def argv(self):
@@ -36,7 +37,7 @@ class Rulebook(object):
         with open(self.vars_path, "w") as handle:
             json.dump(self.variables, handle)  # JSON is YAML
         with open(self.log_path, "ab") as log:
-            self.proc = subprocess.Popen(self.argv(), cwd=self.workdir, env=ansible_run.env(), stdout=log,
+            self.proc = subprocess.Popen(self.argv(), cwd=self.workdir, env=ansible_run.env(self.extra_env), stdout=log,
                                          stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
         if wait_for:
             self.wait_for(wait_for, timeout)

@@ -179,6 +179,7 @@ async def main(queue, args):
             retries, batches = watcher.tick(now)
             await make_fences(fences + retries)
             for event in batches:
+                LOG.info("%s: %s", event["type"], ", ".join(event["nodes"]))
                 send(event)
     finally:
         thread.stopping.set()

@@ -1,0 +1,94 @@
+"""The gate between runs repairs when asked (issue 33): gpurt_watch_remediate: true. A real containerd daemon on
+a scratch socket (restarted by the role's restart command, read back with the real crictl), a real
+kube-apiserver of this module alone, the real ansible-rulebook with the collection's rulebook:
+
+- remediate.yml registers nvidia and labels the node (crictl confirms it);
+- then another tool deletes the drop-in and containerd restarts without it; the kubelet reports runc alone;
+- with no human step: the source fences the node, the rulebook's fence.yml runs remediate.yml, which writes
+  the drop-in again, restarts the daemon, proves it with crictl, and the label comes back.
+"""
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+
+import pytest
+
+from tests.integration.test_remediation_restart import RESTART
+from tests.lib import ansible_run, generators
+from tests.lib.cluster_objects import Api
+from tests.lib.nodes import Node
+from tests.lib.rulebook import Rulebook
+
+pytestmark = pytest.mark.integration
+PLAYBOOKS = os.path.join(ansible_run.REPO, "playbooks")
+PREFIX = "runtime-gate.gpurt.io/"
+DROPIN = "etc/containerd/conf.d/zz-gpurt-nvidia.toml"
+
+
+def daemon_config(run):
+    return ('version = 3\nroot = "{run}/root"\nstate = "{run}/state"\n[grpc]\n  address = "{run}/c.sock"\n'
+            '[ttrpc]\n  address = "{run}/c.sock.ttrpc"\n').replace("{run}", run)
+
+
+@pytest.fixture(scope="module")
+def lab(private_cluster, tmp_path_factory, containerd, crictl):
+    if os.geteuid() != 0:
+        pytest.skip("a real containerd daemon needs root")
+    base = tmp_path_factory.mktemp("event-repair")
+    run = tempfile.mkdtemp(prefix="gr", dir="/tmp")  # unix socket paths must stay short
+    api = Api(private_cluster.kubeconfig)
+    api.runtimeclass("nvidia", "nvidia")
+    node = Node(base, "fix-1", "2.1")
+    runtimes = [{"name": "nvidia", "binary_name": node.runtime_binary()}]
+    node.write("etc/containerd/config.toml", daemon_config(run))
+    restart = node.write("restart.sh", RESTART.format(run=run, binary=node.binary, config=node.config_path),
+                         executable=True)
+    subprocess.run([restart], check=True, timeout=60)
+    host = node.host_vars(containerd_runtime_runtimes=runtimes, gpurt_crictl_bin=crictl,
+                          containerd_runtime_backup_dir=node.path("var/backups/gpurt"),
+                          containerd_runtime_restart_command=[restart], gpurt_cri_endpoint="unix://%s/c.sock" % run)
+    api.node("fix-1", cpu="4", handlers=["runc"], kwok=private_cluster.kwok)
+    inventory = ansible_run.write_inventory(str(base / "hosts.json"), {"fix-1": host}, group_vars={
+        "gpurt_report_dir": str(base / "reports"), "gpurt_serial": "100%"})
+    try:
+        yield {"api": api, "cluster": private_cluster, "base": base, "node": node, "inventory": inventory,
+               "run": run}
+    finally:
+        generators.stop_by_pid_file(os.path.join(run, "pid"))
+        shutil.rmtree(run, ignore_errors=True)
+        api.close()
+
+
+def ours(lab):
+    labels = lab["api"].core.read_node("fix-1").metadata.labels or {}
+    return dict((k, v) for k, v in labels.items() if k.startswith(PREFIX))
+
+
+def test_a_deleted_drop_in_is_repaired_and_labeled_again_with_no_human_step(lab):
+    first = ansible_run.playbook(os.path.join(PLAYBOOKS, "remediate.yml"), lab["inventory"], {
+        "gpurt_kubeconfig": lab["cluster"].kubeconfig, "gpurt_label_nodes": True})
+    assert first.rc == 0, first
+    assert ours(lab) == {PREFIX + "nvidia": "true", PREFIX + "runc": "true"}, first
+    # what the kubelet reports once the daemon runs nvidia
+    lab["api"].node("fix-1", cpu="4", handlers=["runc", "nvidia"], kwok=lab["cluster"].kwok)
+    rulebook = Rulebook(lab["base"] / "rulebook", lab["inventory"], {
+        "gpurt_kubeconfig": lab["cluster"].kubeconfig, "gpurt_watch_settle": 2, "gpurt_watch_remediate": True})
+    rulebook.start()
+    try:
+        # another tool deletes the drop-in; containerd restarts without it; the kubelet reports runc alone
+        os.remove(lab["node"].path(DROPIN))
+        subprocess.run([lab["node"].path("restart.sh")], check=True, timeout=60)
+        lab["api"].node("fix-1", cpu="4", handlers=["runc"], kwok=lab["cluster"].kwok)
+        rulebook.wait_for(r"fenced node fix-1: lost nvidia \(fenced\)", 60)
+        deadline = time.time() + 300
+        while time.time() < deadline and ours(lab).get(PREFIX + "nvidia") != "true":
+            time.sleep(0.5)
+        log = rulebook.log()
+        assert ours(lab) == {PREFIX + "nvidia": "true", PREFIX + "runc": "true"}, log[-8000:]
+        assert os.path.exists(lab["node"].path(DROPIN)), log[-8000:]
+        assert "fix-1: verified handlers nvidia, runc (confirmed by crictl); labels changed: +nvidia" in \
+            " ".join(log.split()), log[-8000:]
+    finally:
+        rulebook.stop()
