@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, gpurt.runtime_gate developers
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Filters verified_labels, stale_labels, label_line (verified labels), prevent_gate, prevent_stale,
+"""Filters verified_labels, stale_labels, label_line (verified labels), prevent_gate, prevent_plan,
 admission_params and admission_mode (prevent.yml): the planning of the verified handler labels on Nodes
 (plugin_utils/_node_labels); their documentation is in the .yml file of each filter's name."""
 
@@ -44,12 +44,16 @@ def prevent_gate(runtimeclasses, nodes, names=None, mode="warn", max_age="24h", 
         raise AnsibleFilterError("prevent_gate: %s" % exc)
 
 
-def prevent_stale(nodes, max_age="24h"):
-    """Lines for the Nodes whose verified labels prevent.yml does not count (older than max_age)."""
+def prevent_plan(runtimeclasses, nodes, names=None, mode="warn", max_age="24h"):
+    """prevent.yml's whole plan in one pass over the listed Nodes: {gate, stale, params}."""
     try:
-        return _prevent.stale_lines(_prevent.proof(nodes, max_age)[1])
+        mode = _mode(mode)
+        _prevent.validate_inputs(mode, names, max_age)
+        return {"gate": _prevent.gate(runtimeclasses, nodes, names, max_age),
+                "stale": _prevent.stale_lines(_prevent.proof(nodes, max_age)[1]),
+                "params": {} if mode == "off" else _prevent.admission_params(nodes, runtimeclasses, max_age)}
     except ValueError as exc:
-        raise AnsibleFilterError("prevent_stale: %s" % exc)
+        raise AnsibleFilterError("prevent_plan: %s" % exc)
 
 
 def admission_params(nodes, runtimeclasses=None, max_age="24h"):
@@ -76,5 +80,5 @@ def _mode(value):
 class FilterModule(object):
     def filters(self):
         return {"verified_labels": verified_labels, "stale_labels": stale_labels, "label_line": label_line,
-                "prevent_gate": prevent_gate, "prevent_stale": prevent_stale, "admission_params": admission_params,
+                "prevent_gate": prevent_gate, "prevent_plan": prevent_plan, "admission_params": admission_params,
                 "admission_mode": admission_mode}
