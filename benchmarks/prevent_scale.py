@@ -13,6 +13,7 @@ import argparse
 import json
 import os
 import random
+import shutil
 import sys
 import tempfile
 import time
@@ -107,6 +108,7 @@ def main(argv=None):
         failed = second.changed() != 0 or size >= CONFIGMAP_LIMIT
     finally:
         bench.stop()
+        shutil.rmtree(workdir, ignore_errors=True)
     print("user agent counted: %s*" % MODULE_USER_AGENT)
     return 1 if failed else 0
 
