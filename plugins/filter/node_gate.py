@@ -1,8 +1,8 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, gpurt.runtime_gate developers
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Filters verified_labels, stale_labels, label_line (verified labels), prevent_gate, admission_params and
-admission_mode (prevent.yml): the planning of the verified handler labels on Nodes
+"""Filters verified_labels, stale_labels, label_line (verified labels), prevent_gate, prevent_plan,
+admission_params and admission_mode (prevent.yml): the planning of the verified handler labels on Nodes
 (plugin_utils/_node_labels); their documentation is in the .yml file of each filter's name."""
 
 from __future__ import absolute_import, division, print_function
@@ -35,17 +35,32 @@ def label_line(result, plan, check_mode=False):
         raise AnsibleFilterError("label_line: not a node_labels result: %s" % exc)
 
 
-def prevent_gate(runtimeclasses, nodes, names=None, mode="warn"):
+def prevent_gate(runtimeclasses, nodes, names=None, mode="warn", max_age="24h", namespace=None, deadline=None):
     """Validate prevent.yml's inputs, then plan the RuntimeClass selectors."""
     try:
-        _prevent.validate_inputs(_mode(mode), names)
-        return _prevent.gate(runtimeclasses, nodes, names)
+        _prevent.validate_inputs(_mode(mode), names, max_age, namespace, deadline)
+        return _prevent.gate(runtimeclasses, nodes, names, max_age)
     except ValueError as exc:
         raise AnsibleFilterError("prevent_gate: %s" % exc)
 
 
-def admission_params(nodes):
-    return _prevent.admission_params(nodes)
+def prevent_plan(runtimeclasses, nodes, names=None, mode="warn", max_age="24h"):
+    """prevent.yml's whole plan in one pass over the listed Nodes: {gate, stale, params}."""
+    try:
+        mode = _mode(mode)
+        _prevent.validate_inputs(mode, names, max_age)
+        return {"gate": _prevent.gate(runtimeclasses, nodes, names, max_age),
+                "stale": _prevent.stale_lines(_prevent.proof(nodes, max_age)[1]),
+                "params": {} if mode == "off" else _prevent.admission_params(nodes, runtimeclasses, max_age)}
+    except ValueError as exc:
+        raise AnsibleFilterError("prevent_plan: %s" % exc)
+
+
+def admission_params(nodes, runtimeclasses=None, max_age="24h"):
+    try:
+        return _prevent.admission_params(nodes, runtimeclasses, max_age)
+    except ValueError as exc:
+        raise AnsibleFilterError("admission_params: %s" % exc)
 
 
 def admission_mode(value):
@@ -65,4 +80,5 @@ def _mode(value):
 class FilterModule(object):
     def filters(self):
         return {"verified_labels": verified_labels, "stale_labels": stale_labels, "label_line": label_line,
-                "prevent_gate": prevent_gate, "admission_params": admission_params, "admission_mode": admission_mode}
+                "prevent_gate": prevent_gate, "prevent_plan": prevent_plan, "admission_params": admission_params,
+                "admission_mode": admission_mode}

@@ -17,7 +17,15 @@ description:
     the binding's C(validationActions) set from O(mode) (C(warn) is C([Warn, Audit]), C(deny) is C([Deny])) and its
     C(paramRef) to the ConfigMap with C(parameterNotFoundAction=Allow).
   - Before any write it reads C(/apis/admissionregistration.k8s.io/v1); an apiserver that does not serve the
-    policy resources (before Kubernetes 1.30, or turned off) fails the task and nothing is written.
+    policy resources (before Kubernetes 1.30, or turned off) fails the task and nothing is written. Then every
+    object is dry-run; a missing O(namespace) or a refused verb fails the task with nothing written.
+  - The three objects are the gate's alone. A field another manager changed is taken back (the applies are
+    forced), and a ConfigMap key that O(params_data) does not hold (added by hand) is removed by a merge patch
+    pinned to the resourceVersion it judged; RV(lines) names each, with the managers that had set it.
+  - After the writes it proves enforcement with a dry-run create of a RuntimeClass whose handler no Node loads
+    (C(gpurt-enforcement-probe)); O(mode=deny) needs the policy to refuse it, O(mode=warn) to admit it with the
+    policy's warning, within O(enforcement_timeout). Otherwise the task fails naming the ValidatingAdmissionPolicy
+    admission plugin (the objects stay written). Check mode does not probe.
   - O(mode=off) deletes the binding and the policy.
   - Used by the C(gpurt.runtime_gate.prevent) playbook, which derives O(params_data) from the Nodes' verified labels.
 version_added: 0.1.0
@@ -47,6 +55,12 @@ options:
     description: The field manager of the applies.
     type: str
     default: gpurt-runtime-gate-prevent
+  enforcement_timeout:
+    description:
+      - Seconds to wait for the policy to reach admission (through the apiserver's informers) before the task
+        fails as not enforced; at most what the task's O(deadline) leaves.
+    type: float
+    default: 30.0
 extends_documentation_fragment:
   - gpurt.runtime_gate.attributes
   - gpurt.runtime_gate.attributes.k8s_group
@@ -59,7 +73,8 @@ attributes:
   diff_mode:
     support: none
 notes:
-  - Needs get and patch on the policy, the binding and the ConfigMap, and delete on the first two for O(mode=off).
+  - Needs get, create and patch on the policy, the binding and the ConfigMap, delete on the first two for
+    O(mode=off), and create on RuntimeClasses (the dry-run probe); C(rbac/runtime-gate-prevent.yaml) grants these.
 """
 
 EXAMPLES = r"""
@@ -69,7 +84,8 @@ EXAMPLES = r"""
     policy: "{{ docs[0] }}"
     binding: "{{ docs[1] }}"
     params_data:
-      handler.nvidia: "kubernetes.io/hostname=gpu-1,runtime-gate.gpurt.io/nvidia=true"
+      handler.nvidia: "pool=gpu,runtime-gate.gpurt.io/nvidia=true"
+      keys: "pool,runtime-gate.gpurt.io/nvidia"
       loaded: nvidia
   vars:
     docs: "{{ (lookup('ansible.builtin.file', 'playbooks/files/runtime-gate-policy.yaml') | ansible.builtin.from_yaml)['items'] }}"
@@ -82,6 +98,30 @@ objects:
   type: list
   elements: dict
   sample: [{"kind": "ConfigMap", "name": "runtime-gate-verified-handlers", "action": "created"}]
+lines:
+  description: What the task did beyond the objects' actions, one line each (keys removed or taken back, and from whom).
+  returned: always
+  type: list
+  elements: str
+  sample: ["parameter handler.nvidai was removed from gpurt-runtime-gate/runtime-gate-verified-handlers: ..."]
+params_removed:
+  description: The ConfigMap keys removed because no verified label proves them, C({key, managers}).
+  returned: always
+  type: list
+  elements: dict
+  sample: [{"key": "handler.nvidai", "managers": ["kubectl-edit"]}]
+params_taken_over:
+  description: The ConfigMap keys whose value another manager had changed, taken back, C({key, managers}).
+  returned: always
+  type: list
+  elements: dict
+  sample: [{"key": "handler.nvidia", "managers": ["kubectl-patch"]}]
+enforcement:
+  description:
+    - Whether the apiserver was seen enforcing the policy (C(proven ...)), or why it was not tried; null for O(mode=off).
+  returned: always
+  type: str
+  sample: "proven: a RuntimeClass with a handler no Node loads is refused"
 api_requests:
   description: Requests sent to the apiserver.
   returned: always

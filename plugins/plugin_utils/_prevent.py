@@ -3,10 +3,13 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """What playbooks/prevent.yml writes, planned from the cluster as listed (pure; no API call):
 
+- which Nodes' verified labels are proof: those checked within gpurt_label_max_age (the annotation
+  runtime-gate.gpurt.io/checked-at); older or undated ones are stale and count for nothing;
 - the RuntimeClass gate: each gated RuntimeClass's scheduling.nodeSelector gains our verified label of
-  its handler (merged with the selector it has), refused when no Node would then match;
-- the admission policy's parameters: per verified handler, the label sets of the Nodes that verified it,
-  so the policy can tell whether a RuntimeClass's selector can select a Node that loaded its handler.
+  its handler (merged with the selector it has), refused when no fresh verified Node would then match;
+- the admission policy's parameters: per verified handler, the distinct label sets of its fresh verified
+  Nodes, projected on the label keys RuntimeClass selectors use (compact at any fleet size), so the
+  policy can tell whether a RuntimeClass's selector can select a Node that loaded its handler.
 
 The verified labels on the Nodes (written by audit.yml/remediate.yml) are the one source of truth."""
 
@@ -14,28 +17,81 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.gpurt.runtime_gate.plugins.module_utils._k8s.gate_names import LABEL_PREFIX
-from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils._node_labels import handler_of, label_key
+import calendar
+import re
+import time
+
+from ansible_collections.gpurt.runtime_gate.plugins.module_utils._k8s.gate_names import (
+    CHECKED_AT, LABEL_PREFIX, TIME_FORMAT)
+from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils._node_labels import age_seconds, handler_of, label_key
 
 ADMISSION_MODES = ("off", "warn", "deny")
-# ConfigMap data keys: "handler.<handler>" -> one line per Node that verified it ("k=v,k=v"), and
-# "loaded" -> the verified handlers, for the policy's message. Label keys and values hold no ',' '=' or newline.
+# ConfigMap data keys: "handler.<handler>" -> one line per distinct label set of the fresh Nodes that verified
+# it ("k=v,k=v", only the keys of "keys"); "keys" -> the label keys the lines hold, comma-separated (a
+# selector key outside it is not judged); "loaded" -> the verified handlers, for the policy's message.
+# Label keys and values hold no ',' '=' or newline.
 HANDLER_KEY = "handler."
+KEYS_KEY = "keys"
 LOADED_KEY = "loaded"
+# A ConfigMap is at most 1 MiB with its metadata: refuse parameters above this before writing them.
+PARAMS_MAX_BYTES = 900 * 1024
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 
 
 class PreventError(ValueError):
     pass
 
 
+def _checked_epoch(value):
+    try:
+        return calendar.timegm(time.strptime(value, TIME_FORMAT)) if value else None
+    except (TypeError, ValueError):
+        return None
+
+
+def _our_handlers(node):
+    return sorted(handler_of(k) for k, v in (node.get("labels") or {}).items()
+                  if handler_of(k) and v == "true" and k != CHECKED_AT)
+
+
+def proof(nodes, max_age="24h", now=None):
+    """(fresh, stale): fresh, the Nodes whose verified labels are proof (checked within max_age); stale,
+    [{name, handlers, why}] for the Nodes whose verified labels are not (older, or with no readable
+    check time). Nodes without our labels are in fresh: they claim nothing."""
+    limit = age_seconds(max_age)
+    now = time.time() if now is None else now
+    fresh, stale = [], []
+    for node in nodes or []:
+        handlers = _our_handlers(node)
+        if not handlers:
+            fresh.append(node)
+            continue
+        checked = node.get("labels_checked_at")
+        at = _checked_epoch(checked)
+        if at is None:
+            why = "carry no readable check time (annotation %s: %r)" % (CHECKED_AT, checked)
+        elif now - at > limit:
+            why = "were checked at %s, %s ago, longer than gpurt_label_max_age %s" % (
+                checked, _hours(now - at), max_age)
+        else:
+            fresh.append(node)
+            continue
+        stale.append(dict(name=node.get("name"), handlers=handlers, why=why))
+    return fresh, stale
+
+
+def stale_lines(stale):
+    return ["%s: not counted as verified: its labels (%s) %s; the next labeling run (audit.yml with "
+            "gpurt_label_nodes=true) proves or removes them (until then the scheduler still selects the Node by them)"
+            % (s["name"], ", ".join(s["handlers"]), s["why"]) for s in stale]
+
+
 def verified_nodes(nodes):
-    """{handler: [Node names]} from our labels on the listed Nodes."""
+    """{handler: [Node names]} from our labels on the Nodes given (the fresh ones: see proof())."""
     out = {}
     for node in nodes or []:
-        for key, value in (node.get("labels") or {}).items():
-            handler = handler_of(key)
-            if handler and value == "true" and key != LABEL_PREFIX + "checked-at":
-                out.setdefault(handler, []).append(node.get("name"))
+        for handler in _our_handlers(node):
+            out.setdefault(handler, []).append(node.get("name"))
     return dict((h, sorted(names)) for h, names in out.items())
 
 
@@ -43,14 +99,22 @@ def _matches(selector, labels):
     return all(labels.get(k) == v for k, v in selector.items())
 
 
-def gate(runtimeclasses, nodes, names=None):
-    """One decision per gated RuntimeClass: {name, handler, node_selector (the merged one), added,
-    matching, decision ('write', 'unchanged' or 'refused'), message}. names: gpurt_gate_runtimeclasses;
-    None gates every class whose handler is verified on at least one Node."""
+def gate(runtimeclasses, nodes, names=None, max_age="24h", now=None):
+    """One decision per RuntimeClass: {name, handler, node_selector (the merged one), added, matching,
+    decision ('write', 'unchanged', 'refused' or 'skipped'), message}. names: gpurt_gate_runtimeclasses;
+    None gates every class whose handler is verified on at least one fresh Node, keeps every class
+    gated already (saying so when it matches no Node now) and skips the others, saying why. Only fresh
+    Nodes (proof()) count as matching."""
+    fresh, stale = proof(nodes, max_age, now)
     by_name = dict((rc["name"], rc) for rc in runtimeclasses or [])
-    verified = verified_nodes(nodes)
-    if names is None:
-        names = sorted(n for n, rc in by_name.items() if rc.get("handler") in verified)
+    verified = verified_nodes(fresh)
+    stale_by_handler = {}
+    for item in stale:
+        for handler in item["handlers"]:
+            stale_by_handler.setdefault(handler, []).append(item["name"])
+    explicit = names is not None
+    if not explicit:
+        names = sorted(by_name)
     out = []
     for name in names:
         rc = by_name.get(name)
@@ -63,54 +127,128 @@ def gate(runtimeclasses, nodes, names=None):
         try:
             key = label_key(handler)
         except ValueError as exc:
+            decision = "refused" if explicit else "skipped"
             out.append(dict(name=name, handler=handler, node_selector=selector, added=None, matching=[],
-                            decision="refused", message="%s: %s" % (name, exc)))
+                            decision=decision, message="%s: %s" % (name, exc)))
             continue
         merged = dict(selector, **{key: "true"})
-        matching = sorted(n.get("name") for n in nodes or [] if _matches(merged, n.get("labels") or {}))
+        matching = sorted(n.get("name") for n in fresh if _matches(merged, n.get("labels") or {}))
         entry = dict(name=name, handler=handler, node_selector=merged, added=None if key in selector else key,
                      matching=matching)
+        why_none = _why_no_node(handler, merged, verified, stale_by_handler)
         if selector.get(key) not in (None, "true"):
             entry.update(decision="refused", message="%s: its nodeSelector already sets %s=%s; remove it first"
                          % (name, key, selector[key]))
+        elif not explicit and key not in selector and handler not in verified:
+            entry.update(decision="skipped", message="%s: not gated: %s" % (name, why_none))
+        elif not matching and not explicit and key in selector:
+            entry.update(decision="unchanged", message=(
+                "%s: gated on %s, but no Node matches nodeSelector %s now, so its new pods stay Pending: %s"
+                % (name, key, _selector_text(merged), why_none)))
         elif not matching:
             entry.update(decision="refused", message=(
-                "%s: no Node would match nodeSelector %s, so every pod of the class would stay Pending; "
-                "handler '%s' is verified on %s; run audit.yml with gpurt_label_nodes=true on the nodes that "
-                "load it, or leave the class out of gpurt_gate_runtimeclasses" % (
-                    name, _selector_text(merged), handler, ", ".join(verified.get(handler, [])) or "no Node")))
+                "%s: no Node would match nodeSelector %s, so every pod of the class would stay Pending: %s; run "
+                "audit.yml with gpurt_label_nodes=true on the nodes that load it, or leave the class out of "
+                "gpurt_gate_runtimeclasses" % (name, _selector_text(merged), why_none)))
         elif key in selector:
             entry.update(decision="unchanged", message="%s: already gated on %s; %d Node(s) match: %s" % (
-                name, key, len(matching), ", ".join(matching)))
+                name, key, len(matching), _names(matching)))
         else:
             entry.update(decision="write", message="%s: nodeSelector %s; %d Node(s) match: %s" % (
-                name, _selector_text(merged), len(matching), ", ".join(matching)))
+                name, _selector_text(merged), len(matching), _names(matching)))
         out.append(entry)
     return out
 
 
-def admission_params(nodes):
-    """The data of the policy's parameter ConfigMap."""
+def _why_no_node(handler, merged, verified, stale_by_handler):
+    """Why no fresh Node matches a merged selector: where the handler is verified, and where it is stale."""
+    where = verified.get(handler)
+    if where:
+        text = "handler '%s' is verified on %s, none of which has the class's other labels %s" % (
+            handler, _names(where), _selector_text(dict((k, v) for k, v in merged.items()
+                                                         if k != LABEL_PREFIX + handler)))
+    else:
+        text = "handler '%s' is verified on no Node" % handler
+    if stale_by_handler.get(handler):
+        text += " (stale labels, not counted: %s)" % _names(stale_by_handler[handler])
+    return text
+
+
+def selector_keys(runtimeclasses, verified_handlers):
+    """The label keys the parameters hold: every key a RuntimeClass's nodeSelector uses, and the gate's
+    own key of each verified handler (the selectors prevent.yml writes)."""
+    keys = set(LABEL_PREFIX + h for h in verified_handlers)
+    for rc in runtimeclasses or []:
+        keys.update(str(k) for k in (rc.get("node_selector") or {}))
+    return sorted(keys)
+
+
+def admission_params(nodes, runtimeclasses=None, max_age="24h", now=None):
+    """The data of the policy's parameter ConfigMap: per handler verified on a fresh Node, the distinct
+    label sets of those Nodes projected on selector_keys(). PreventError when it would not fit a ConfigMap."""
+    fresh = proof(nodes, max_age, now)[0]
+    verified = verified_nodes(fresh)
+    keys = selector_keys(runtimeclasses, verified)
+    by_name = dict((n.get("name"), n) for n in fresh)
     data = {}
-    verified = verified_nodes(nodes)
-    by_name = dict((n.get("name"), n) for n in nodes or [])
     for handler, names in sorted(verified.items()):
-        lines = []
+        lines = set()
         for name in names:
             labels = by_name[name].get("labels") or {}
-            lines.append(",".join("%s=%s" % (k, v) for k, v in sorted(labels.items())))
+            lines.add(",".join("%s=%s" % (k, labels[k]) for k in keys if k in labels))
         data[HANDLER_KEY + handler] = "\n".join(sorted(lines))
+    data[KEYS_KEY] = ",".join(keys)
     data[LOADED_KEY] = ", ".join(sorted(verified))
+    size = params_size(data)
+    if size > PARAMS_MAX_BYTES:
+        widest = sorted(keys, key=lambda k: -len(set((by_name[n].get("labels") or {}).get(k) for n in by_name)))
+        raise PreventError(
+            "the admission parameters would take %d bytes, more than a ConfigMap holds (%d allowed here): the "
+            "RuntimeClass selectors use label keys with many values across the verified Nodes (most: %s); select "
+            "on fewer distinct labels, or set gpurt_admission_mode=off; nothing was written"
+            % (size, PARAMS_MAX_BYTES, ", ".join(widest[:3])))
     return data
 
 
-def validate_inputs(mode, names):
+def params_size(data):
+    """The bytes the ConfigMap's data takes (keys and values, UTF-8)."""
+    return sum(len(k.encode("utf-8")) + len(v.encode("utf-8")) for k, v in data.items())
+
+
+def validate_inputs(mode, names, max_age="24h", namespace=None, deadline=None):
     """Play-start validation of prevent.yml's own inputs; PreventError naming the variable."""
     if mode not in ADMISSION_MODES:
         raise PreventError("gpurt_admission_mode must be one of %s (got %r)" % (", ".join(ADMISSION_MODES), mode))
     if names is not None:
         if not isinstance(names, list) or not all(isinstance(n, str) and n for n in names):
             raise PreventError("gpurt_gate_runtimeclasses must be a list of RuntimeClass names (got %r)" % (names,))
+    try:
+        age_seconds(max_age)
+    except ValueError as exc:
+        raise PreventError(str(exc))
+    if namespace is not None and (not isinstance(namespace, str) or len(namespace) > 63
+                                  or not _DNS_LABEL.match(namespace)):
+        raise PreventError("gpurt_admission_namespace must be a namespace name (a lowercase DNS label: a-z, 0-9 "
+                           "and '-', at most 63 characters; got %r)" % (namespace,))
+    if deadline is not None:
+        try:
+            seconds = float(deadline)
+        except (TypeError, ValueError):
+            seconds = 0
+        if isinstance(deadline, bool) or not seconds > 0:
+            raise PreventError("gpurt_deadline must be a positive number of seconds for the run's API calls "
+                               "(got %r)" % (deadline,))
+
+
+def _names(names, shown=10):
+    names = list(names)
+    if len(names) <= shown:
+        return ", ".join(names)
+    return "%s and %d more" % (", ".join(names[:shown]), len(names) - shown)
+
+
+def _hours(seconds):
+    return "%.1f h" % (seconds / 3600.0)
 
 
 def _selector_text(selector):

@@ -133,11 +133,13 @@ def prevent(lab, check=False, **extra):
     return result
 
 
-def create_runtimeclass(lab, name, handler):
+def create_runtimeclass(lab, name, handler, selector=None):
     """(HTTP status, body, Warning headers) of a POST as the admin: the warnings a client is shown."""
     cluster = lab["cluster"]
-    body = json.dumps({"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass", "metadata": {"name": name},
-                       "handler": handler}).encode()
+    body = {"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass", "metadata": {"name": name}, "handler": handler}
+    if selector:
+        body["scheduling"] = {"nodeSelector": selector}
+    body = json.dumps(body).encode()
     request = urllib.request.Request(cluster.server + "/apis/node.k8s.io/v1/runtimeclasses", data=body, method="POST",
                                      headers={"Content-Type": "application/json"})
     try:

@@ -51,3 +51,61 @@ def test_bindings_point_at_the_service_accounts():
         assert binding["roleRef"]["name"] == role["metadata"]["name"]
         assert binding["subjects"] == [{"kind": "ServiceAccount", "name": account, "namespace": "gpurt-runtime-gate"}]
         assert [o["metadata"]["name"] for o in items if o["kind"] == "ServiceAccount"] == [account]
+
+
+def prevent_rules(kind):
+    roles = [o for o in objects("runtime-gate-prevent.yaml") if o["kind"] == kind]
+    assert len(roles) == 1
+    return dict(((tuple(r["apiGroups"]), tuple(r["resources"]), tuple(r.get("resourceNames") or ())),
+                 sorted(r["verbs"])) for r in roles[0]["rules"])
+
+
+def test_prevent_role_writes_only_the_gates_objects():
+    """prevent.yml's identity: its reads, the selector patch, the dry-run probe's create, and only the admission
+    objects named runtime-gate.gpurt.io and the parameter ConfigMap in gpurt-runtime-gate."""
+    assert prevent_rules("ClusterRole") == {
+        (("node.k8s.io",), ("runtimeclasses",), ()): ["create", "get", "list", "patch"],
+        (("",), ("nodes",), ()): ["list"],
+        (("",), ("configmaps",), ()): ["get"],  # the apiserver's condition for creating the policy
+        (("admissionregistration.k8s.io",), ("validatingadmissionpolicies", "validatingadmissionpolicybindings"),
+         ("runtime-gate.gpurt.io",)): ["create", "delete", "get", "patch"],
+    }
+    assert prevent_rules("Role") == {
+        (("",), ("configmaps",), ("runtime-gate-verified-handlers",)): ["create", "get", "patch"],
+    }
+    items = objects("runtime-gate-prevent.yaml")
+    subject = [{"kind": "ServiceAccount", "name": "runtime-gate-prevent", "namespace": "gpurt-runtime-gate"}]
+    for kind, role in (("ClusterRoleBinding", "ClusterRole"), ("RoleBinding", "Role")):
+        binding = [o for o in items if o["kind"] == kind][0]
+        assert binding["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": role,
+                                      "name": "gpurt-runtime-gate-prevent"}
+        assert binding["subjects"] == subject
+    assert [o["metadata"]["namespace"] for o in items if o["kind"] in ("Role", "RoleBinding")] == [
+        "gpurt-runtime-gate"] * 2
+
+
+def test_a_403_names_the_file_that_grants_the_verb():
+    """Every hint a refused request gets names an rbac/ file that grants that verb on that resource."""
+    from ansible_collections.gpurt.runtime_gate.plugins.module_utils._k8s import resources
+
+    def granted(name, resource, verb):
+        for role in (o for o in objects(name) if o["kind"] in ("ClusterRole", "Role")):
+            for rule in role["rules"]:
+                if resource in rule["resources"] and verb in rule["verbs"]:
+                    return True
+        return False
+
+    uses = [("configmaps", "get"), ("configmaps", "patch"), ("configmaps", "create"),
+            ("validatingadmissionpolicies", "get"), ("validatingadmissionpolicies", "patch"),
+            ("validatingadmissionpolicies", "create"), ("validatingadmissionpolicies", "delete"),
+            ("validatingadmissionpolicybindings", "patch"), ("validatingadmissionpolicybindings", "delete"),
+            ("runtimeclasses", "patch"), ("runtimeclasses", "create"), ("nodes", "patch")]
+    for resource, verb in uses:
+        if verb in resources.READ_VERBS:
+            hint = resources.READ_HINTS.get(resource, resources.RBAC_HINT[True])
+        else:
+            hint = resources.WRITE_HINTS.get(resource, resources.RBAC_HINT[False])
+        files = [w for w in hint.replace("(", " ").split() if w.startswith("rbac/")]
+        assert files, (resource, verb, hint)
+        assert all(granted(f[len("rbac/"):], resource, verb) for f in files), (resource, verb, hint)
+        assert verb in hint, (resource, verb, hint)

@@ -3,24 +3,42 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Keeping the admission layer current: the parameter ConfigMap, the ValidatingAdmissionPolicy and its
 binding (playbooks/files/), by server-side apply, in that order so the binding never points at
-parameters that are not there yet. Before any write, the apiserver must serve the policy API; otherwise
-the run fails and writes nothing. Mode off removes the binding and the policy."""
+parameters that are not there yet.
+
+- Before any write, the apiserver must serve the policy API, and every object is dry-run (a missing
+  namespace or a refused verb fails the run with nothing written).
+- The three objects are the gate's alone: a field another manager changed is taken back (forced apply),
+  and a ConfigMap key the labels do not prove (added by hand) is removed; the result names both, and who
+  had set them.
+- After the writes, enforcement is proven: a dry-run create of a RuntimeClass whose handler no Node loads
+  must be refused (deny) or warned about (warn) by the policy; otherwise the run fails naming the
+  admission plugin that is off.
+- Mode off removes the binding and the policy."""
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
 import copy
+import os
+import re
+import time
 
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _k8s as kube
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils._k8s.module_session import module_session
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils._k8s.gate_names import (
     GATE_FIELD_MANAGER, PARAMS_CONFIGMAP, PARAMS_NAMESPACE, POLICY_NAME, VALIDATION_ACTIONS)
+from ansible_collections.gpurt.runtime_gate.plugins.module_utils._k8s.runtimeclass_apply import fields_paths
 
 GROUP_PATH = "/apis/admissionregistration.k8s.io/v1"
 NEEDED = ("validatingadmissionpolicies", "validatingadmissionpolicybindings")
 # What a write can change; the rest of metadata is the apiserver's.
 _COMPARED = ("spec", "data")
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+# The enforcement probe: a RuntimeClass no Node can run, created with dryRun=All only.
+PROBE_HANDLER = "gpurt-enforcement-probe"
+PROBE_PREFIX = "gpurt-runtime-gate-probe-"
+PROBE_INTERVAL = 0.5
 
 
 def argument_spec():
@@ -33,6 +51,7 @@ def argument_spec():
         params_data=dict(type="dict", default={}),
         namespace=dict(type="str", default=PARAMS_NAMESPACE),
         field_manager=dict(type="str", default=GATE_FIELD_MANAGER),
+        enforcement_timeout=dict(type="float", default=30.0),
     )
     return spec
 
@@ -54,16 +73,54 @@ def _view(obj):
     return dict((k, obj.get(k)) for k in _COMPARED if obj and k in obj)
 
 
-def _apply(session, resource, body, field_manager, check_mode, namespace=None):
-    name = body["metadata"]["name"]
-    before = session.get(resource, name, namespace=namespace)
-    after = session.apply(resource, name, body, field_manager, dry_run=check_mode, namespace=namespace)
-    return dict(kind=body["kind"], name=name, action="created" if before is None else
-                "updated" if _view(before) != _view(after) else "none")
+def _mapping(value):
+    return value if isinstance(value, dict) else {}
+
+
+def owners(obj, path):
+    """{field path under path: [managers]} from obj's managedFields, every operation."""
+    out = {}
+    for entry in _mapping(obj).get("metadata", {}).get("managedFields") or []:
+        if not isinstance(entry, dict):
+            continue
+        for found in fields_paths(entry.get("fieldsV1")):
+            if found[:len(path)] == path and len(found) > len(path):
+                out.setdefault(found[len(path)], set()).add(entry.get("manager") or "(unnamed manager)")
+    return dict((k, sorted(v)) for k, v in out.items())
+
+
+def params_changes(live, wanted, field_manager):
+    """(foreign, taken): the ConfigMap keys of live that wanted does not hold, and the keys of wanted whose
+    live value another manager set; each as [{key, managers}]."""
+    if not live:
+        return [], []
+    by_key = owners(live, ("data",))
+    by_key.update(("binaryData." + k, v) for k, v in owners(live, ("binaryData",)).items())
+    data = _mapping(live.get("data"))
+    foreign = [dict(key=k, managers=by_key.get(k, [])) for k in sorted(data) if k not in wanted]
+    foreign += [dict(key="binaryData." + k, managers=by_key.get("binaryData." + k, []))
+                for k in sorted(_mapping(live.get("binaryData")))]
+    taken = [dict(key=k, managers=[m for m in by_key.get(k, []) if m != field_manager])
+             for k in sorted(wanted) if k in data and data[k] != wanted[k]]
+    return foreign, [t for t in taken if t["managers"]]
+
+
+def _spec_taken(live, wanted, field_manager):
+    """The managers other than ours that own a spec field whose live value differs from ours."""
+    if not live or _view(live).get("spec") == wanted.get("spec"):
+        return []
+    managers = set()
+    for _key, names in owners(live, ("spec",)).items():
+        managers.update(m for m in names if m != field_manager)
+    return sorted(managers)
 
 
 def desired(params):
-    """(configmap, policy, binding) bodies; ValueError on a manifest that is not ours."""
+    """(configmap, policy, binding) bodies; ValueError on a manifest that is not ours or a bad namespace."""
+    namespace = params["namespace"]
+    if not isinstance(namespace, str) or len(namespace) > 63 or not _DNS_LABEL.match(namespace):
+        raise ValueError("namespace %r is not a namespace name (a lowercase DNS label: a-z, 0-9 and '-', at most 63 "
+                         "characters); set gpurt_admission_namespace" % (namespace,))
     policy, binding = copy.deepcopy(params["policy"]), copy.deepcopy(params["binding"])
     if not policy or policy.get("kind") != "ValidatingAdmissionPolicy":
         raise ValueError("policy must be the ValidatingAdmissionPolicy of playbooks/files/runtime-gate-policy.yaml")
@@ -71,20 +128,160 @@ def desired(params):
         raise ValueError("binding must be the ValidatingAdmissionPolicyBinding of playbooks/files/runtime-gate-policy.yaml")
     spec = binding.setdefault("spec", {})
     spec["validationActions"] = VALIDATION_ACTIONS[params["mode"]]
-    spec["paramRef"] = dict(spec.get("paramRef") or {}, name=PARAMS_CONFIGMAP, namespace=params["namespace"],
+    spec["paramRef"] = dict(spec.get("paramRef") or {}, name=PARAMS_CONFIGMAP, namespace=namespace,
                             parameterNotFoundAction="Allow")
     configmap = {"apiVersion": "v1", "kind": "ConfigMap",
-                 "metadata": {"name": PARAMS_CONFIGMAP, "namespace": params["namespace"]},
+                 "metadata": {"name": PARAMS_CONFIGMAP, "namespace": namespace},
                  "data": dict((str(k), str(v)) for k, v in params["params_data"].items())}
     return configmap, policy, binding
 
 
+class _Writer(object):
+    """The three objects' reads, dry runs and writes through one session."""
+
+    def __init__(self, session, params, check_mode, result):
+        self.session = session
+        self.namespace = params["namespace"]
+        self.manager = params["field_manager"]
+        self.check = check_mode
+        self.result = result
+
+    def _apply(self, resource, body, dry_run):
+        name = body["metadata"]["name"]
+        namespace = self.namespace if resource == "configmaps" else None
+        try:
+            return self.session.apply(resource, name, body, self.manager, force=True, dry_run=dry_run,
+                                      namespace=namespace)
+        except kube.KubeError as exc:
+            if exc.status == 404 and resource == "configmaps":
+                raise self.session.error(
+                    "namespace %s (gpurt_admission_namespace) does not exist, so the parameter ConfigMap %s cannot "
+                    "be written: nothing was written; create it (kubectl create namespace %s; "
+                    "rbac/runtime-gate-prevent.yaml makes gpurt-runtime-gate) or set gpurt_admission_namespace"
+                    % (self.namespace, name, self.namespace), status=404, resource=resource)
+            if exc.status == 422 and "paramKind: Forbidden" in str(exc):
+                raise self.session.error(
+                    "%s (the apiserver lets only an identity that may get every ConfigMap create a policy whose "
+                    "parameters are ConfigMaps: rbac/runtime-gate-prevent.yaml grants get on configmaps)" % exc,
+                    status=422, resource=resource)
+            raise
+
+    def run(self, bodies):
+        configmap = bodies[0]
+        live = [self.session.get("configmaps", PARAMS_CONFIGMAP, namespace=self.namespace),
+                self.session.get("validatingadmissionpolicies", POLICY_NAME),
+                self.session.get("validatingadmissionpolicybindings", POLICY_NAME)]
+        foreign, taken = params_changes(live[0], configmap["data"], self.manager)
+        # every object dry-run first: nothing is written unless all of them would be. Not the binding of a policy
+        # that does not exist yet: the apiserver judges a binding's paramRef by its policy (without one it asks
+        # for get on every resource), so it is dry-run after the policy is written.
+        resources = ("configmaps", "validatingadmissionpolicies", "validatingadmissionpolicybindings")
+        planned = [(resource, body, self._apply(resource, body, True) if live[1] or index < 2 else None)
+                   for index, (resource, body) in enumerate(zip(resources, bodies))]
+        if foreign:
+            self._remove(foreign, live[0], True)
+        for (resource, body, dry), before in zip(planned, live):
+            if dry is None:
+                dry = self._apply(resource, body, True)
+            after = dry if self.check else self._apply(resource, body, False)
+            if resource == "configmaps" and foreign:
+                if self.check:  # the dry-run apply with the foreign keys gone, as the dry-run removal said
+                    after = dict(after, data=dict((k, v) for k, v in _mapping(after.get("data")).items()
+                                                  if k in body["data"]))
+                    after.pop("binaryData", None)
+                else:
+                    after = self._remove(foreign, after, False)
+            action = "created" if before is None else "updated" if _view(before) != _view(after) else "none"
+            self.result["objects"].append(dict(kind=body["kind"], name=body["metadata"]["name"], action=action))
+            if resource != "configmaps":
+                others = _spec_taken(before, body, self.manager)
+                if others:
+                    self.result["lines"].append("%s %s: %s the fields %s had changed" % (
+                        body["kind"], POLICY_NAME, "would take back" if self.check else "took back", ", ".join(others)))
+        verb = "would be" if self.check else "was"
+        for item in foreign:
+            self.result["params_removed"].append(item)
+            self.result["lines"].append("parameter %s %s removed from %s/%s: no verified label proves it (set by %s)"
+                                        % (item["key"], verb, self.namespace, PARAMS_CONFIGMAP,
+                                           ", ".join(item["managers"]) or "an unknown manager"))
+        for item in taken:
+            self.result["params_taken_over"].append(item)
+            self.result["lines"].append("parameter %s %s taken back from %s: its value is derived from the verified "
+                                        "labels only" % (item["key"], verb, ", ".join(item["managers"])))
+
+    def _remove(self, foreign, obj, dry_run):
+        """A merge patch removing the foreign keys, pinned to obj's resourceVersion."""
+        data = dict((f["key"], None) for f in foreign if not f["key"].startswith("binaryData."))
+        binary = dict((f["key"][len("binaryData."):], None) for f in foreign if f["key"].startswith("binaryData."))
+        body = {"metadata": {"resourceVersion": _mapping(obj.get("metadata")).get("resourceVersion")}}
+        if data:
+            body["data"] = data
+        if binary:
+            body["binaryData"] = binary
+        try:
+            return self.session.merge_patch("configmaps", PARAMS_CONFIGMAP, body, self.manager, dry_run=dry_run,
+                                            namespace=self.namespace)
+        except kube.KubeError as exc:
+            if exc.status == 409:
+                raise self.session.error(
+                    "the parameter ConfigMap %s/%s changed while this run removed the keys no label proves (%s): "
+                    "run again" % (self.namespace, PARAMS_CONFIGMAP, ", ".join(f["key"] for f in foreign)),
+                    status=409, resource="configmaps")
+            raise
+
+
+def probe_handler(params_data):
+    """A handler no verified Node loads (not a handler.* key of the parameters)."""
+    handler, index = PROBE_HANDLER, 0
+    while "handler." + handler in params_data:
+        index += 1
+        handler = "%s-%d" % (PROBE_HANDLER, index)
+    return handler
+
+
+def enforced(session, mode, handler, field_manager):
+    """(True, what the apiserver said) when our policy refused (deny) or warned about (warn) a dry-run create of
+    a RuntimeClass with handler; (False, what it said) otherwise."""
+    name = PROBE_PREFIX + os.urandom(4).hex()
+    body = {"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass", "metadata": {"name": name}, "handler": handler}
+    try:
+        session.create("runtimeclasses", body, field_manager, dry_run=True)
+    except kube.KubeError as exc:
+        if exc.status in (400, 403, 422) and POLICY_NAME in str(exc):
+            return mode == "deny", "refused: %s" % exc
+        raise
+    ours = [w for w in session.last_warnings if POLICY_NAME in w]
+    if ours:
+        return mode == "warn", "admitted with the warning: %s" % ours[0]
+    return False, "admitted without a warning"
+
+
+def prove_enforcement(session, mode, params_data, field_manager, timeout, sleep=time.sleep, clock=time.monotonic):
+    """None when the policy is enforced within timeout (it reaches admission through informers); else why not."""
+    handler = probe_handler(params_data)
+    started = clock()
+    while True:
+        ok, said = enforced(session, mode, handler, field_manager)
+        if ok:
+            return None
+        if clock() - started >= timeout:
+            break
+        sleep(PROBE_INTERVAL)
+    expected = "refused" if mode == "deny" else "admitted with a warning"
+    return ("the policy %s is written but not enforced: a dry-run create of a RuntimeClass with handler '%s', which "
+            "no Node loads, was %s for %s s, not %s. The apiserver's ValidatingAdmissionPolicy admission plugin is "
+            "off: enable it (kube-apiserver --enable-admission-plugins=...,ValidatingAdmissionPolicy, and not in "
+            "--disable-admission-plugins), or set gpurt_admission_mode=off"
+            % (POLICY_NAME, handler, said, ("%.1f" % timeout).rstrip("0").rstrip("."), expected))
+
+
 def run(module):
     params = module.params
-    result = dict(changed=False, objects=[], api_requests=0)
+    result = dict(changed=False, objects=[], api_requests=0, lines=[], params_removed=[], params_taken_over=[],
+                  enforcement=None)
     if params["mode"] != "off":
         try:
-            configmap, policy, binding = desired(params)
+            bodies = desired(params)
         except ValueError as exc:
             module.fail_json(msg=str(exc), **result)
     with module_session(module, result) as session:
@@ -98,8 +295,18 @@ def run(module):
         elif why is not None:
             module.fail_json(msg=why, **result)
         else:
-            result["objects"].append(_apply(session, "configmaps", configmap, manager, check, params["namespace"]))
-            result["objects"].append(_apply(session, "validatingadmissionpolicies", policy, manager, check))
-            result["objects"].append(_apply(session, "validatingadmissionpolicybindings", binding, manager, check))
+            _Writer(session, params, check, result).run(bodies)
+            if check:
+                result["enforcement"] = "not proven in check mode (nothing was written)"
+            else:
+                timeout = min(params["enforcement_timeout"], max(session.remaining() - 1.0, 0.0))
+                failed = prove_enforcement(session, params["mode"], bodies[0]["data"], manager, timeout)
+                result["changed"] = any(item["action"] != "none" for item in result["objects"])
+                if failed:
+                    result["api_requests"] = session.api_requests
+                    module.fail_json(msg=failed, **result)
+                result["enforcement"] = "proven: %s" % (
+                    "a RuntimeClass with a handler no Node loads is refused" if params["mode"] == "deny"
+                    else "a RuntimeClass with a handler no Node loads is admitted with a warning")
     result["changed"] = any(item["action"] != "none" for item in result["objects"])
     module.exit_json(**result)

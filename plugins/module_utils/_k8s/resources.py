@@ -31,17 +31,25 @@ READ_VERBS = ("get", "list")
 RBAC_HINT = {
     True: "apply rbac/runtime-gate-audit.yaml",
     False: "rbac/runtime-gate-remediate.yaml grants get, list, patch, create and delete on runtimeclasses "
-           "(the read-only audit identity may not write)",
+           "(the read-only audit identity may not write); for prevent.yml, rbac/runtime-gate-prevent.yaml grants "
+           "get, list, patch and create (its dry-run enforcement probe)",
 }
-# A refused write of these is not a RuntimeClass write: the hint names the identity that has it.
+_PREVENT = "rbac/runtime-gate-prevent.yaml (prevent.yml's identity) grants "
+# A refused request on these is not the audit's or a RuntimeClass write: the hint names the identity that has it.
+READ_HINTS = {
+    "configmaps": _PREVENT + "get on the parameter ConfigMap runtime-gate-verified-handlers in gpurt-runtime-gate",
+    "validatingadmissionpolicies": _PREVENT + "get, patch and delete on the policy runtime-gate.gpurt.io",
+    "validatingadmissionpolicybindings": _PREVENT + "get, patch and delete on the binding runtime-gate.gpurt.io",
+}
 WRITE_HINTS = {
     "nodes": "rbac/runtime-gate-labeler.yaml grants get, list and patch on nodes (the verified handler labels)",
-    "configmaps": "prevent.yml's identity needs get and patch on the parameter ConfigMap (docs/prevention.md)",
-    "validatingadmissionpolicies": "prevent.yml's identity needs get, patch and delete on the policy (docs/prevention.md)",
-    "validatingadmissionpolicybindings": "prevent.yml's identity needs get, patch and delete on the binding "
-                                         "(docs/prevention.md)",
+    "configmaps": _PREVENT + "get, create and patch on the parameter ConfigMap runtime-gate-verified-handlers in "
+                             "gpurt-runtime-gate (another namespace: bind its Role there)",
+    "validatingadmissionpolicies": READ_HINTS["validatingadmissionpolicies"] + ", and create",
+    "validatingadmissionpolicybindings": READ_HINTS["validatingadmissionpolicybindings"] + ", and create",
 }
 APPLY_CONTENT_TYPE = "application/apply-patch+yaml"
+MERGE_CONTENT_TYPE = "application/merge-patch+json"
 
 
 class ResourceOperations(object):
@@ -110,6 +118,16 @@ class ResourceOperations(object):
         doing = "applying %s %s" % (_singular(resource), name)
         return self.request("PATCH", self._object_path(resource, name, namespace), doing, "patch", resource, query=query,
                             body=body, content_type=APPLY_CONTENT_TYPE, name=name)[1]
+
+    def merge_patch(self, resource, name, body, field_manager, dry_run=False, namespace=None):
+        """A JSON merge patch (null removes a key). With metadata.resourceVersion in body it applies only to
+        that version of the object (409 otherwise). The object as stored (or, with dry_run, as it would be)."""
+        query = [("fieldManager", field_manager)]
+        if dry_run:
+            query.append(("dryRun", "All"))
+        return self.request("PATCH", self._object_path(resource, name, namespace), "patching %s %s"
+                            % (_singular(resource), name), "patch", resource, query=query, body=body,
+                            content_type=MERGE_CONTENT_TYPE, name=name)[1]
 
     def create(self, resource, body, field_manager, dry_run=False):
         """POST of a new object; None when a retry of it met the object its first attempt made."""

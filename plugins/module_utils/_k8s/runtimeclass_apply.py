@@ -180,14 +180,14 @@ def view(obj):
     return out
 
 
-def _fields_paths(tree, prefix=()):
+def fields_paths(tree, prefix=()):
     paths = set()
     for key, child in _mapping(tree).items():
         if not key.startswith("f:"):
             continue
         path = prefix + (key[2:],)
         nested = dict((k, v) for k, v in _mapping(child).items() if k.startswith("f:"))
-        paths |= _fields_paths(nested, path) if nested else set([path])
+        paths |= fields_paths(nested, path) if nested else set([path])
     return paths
 
 
@@ -196,7 +196,7 @@ def owned_paths(obj, field_manager):
     paths = set()
     for entry in _mapping(obj.get("metadata")).get("managedFields") or []:
         if isinstance(entry, dict) and entry.get("manager") == field_manager and entry.get("operation") == "Apply":
-            paths |= _fields_paths(entry.get("fieldsV1"))
+            paths |= fields_paths(entry.get("fieldsV1"))
     return paths
 
 

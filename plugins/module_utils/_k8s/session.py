@@ -32,7 +32,7 @@ from ansible_collections.gpurt.runtime_gate.plugins.module_utils._k8s import lib
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils._k8s.client import SERVICE_ACCOUNT_DIR, build_connection
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils._k8s.errors import KubeError, status_message, status_object
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils._k8s.resources import (
-    READ_VERBS, RBAC_HINT, RESOURCES, WRITE_HINTS, ResourceOperations)
+    READ_HINTS, READ_VERBS, RBAC_HINT, RESOURCES, WRITE_HINTS, ResourceOperations)
 
 
 # Retry, timeout and deadline of every request, list or write.
@@ -116,6 +116,8 @@ class KubeSession(ResourceOperations):
         self.api_requests = 0
         self.api_list_calls = 0
         self.last_list_version = None
+        # The Warning headers of the last answered request (admission warnings, deprecations).
+        self.last_warnings = []
 
     @property
     def server(self):
@@ -144,6 +146,10 @@ class KubeSession(ResourceOperations):
     # ----- the request loop -------------------------------------------------------
     def _remaining(self):
         return self.deadline - (self.clock() - self._started)
+
+    def remaining(self):
+        """Seconds left before this session's deadline."""
+        return self._remaining()
 
     def _headers(self, content_type):
         headers = _HTTPHeaderDict()
@@ -277,6 +283,7 @@ class KubeSession(ResourceOperations):
                 raise self.error("cannot send the request %s to %s: %s" % (doing, self.server, detail),
                                  resource=resource, attempts=attempt)
             else:
+                self.last_warnings = _warnings(headers)
                 if 200 <= status < 300 or status in accept:
                     return status, self._decode(data, doing, resource), attempt
                 if status not in RETRIED_STATUSES and status < 500:
@@ -339,7 +346,10 @@ class KubeSession(ResourceOperations):
             if message:
                 why += " (apiserver: %s)" % message
         elif status == 403:
-            hint = RBAC_HINT[True] if verb in READ_VERBS else WRITE_HINTS.get(resource, RBAC_HINT[False])
+            if verb in READ_VERBS:
+                hint = READ_HINTS.get(resource, RBAC_HINT[True])
+            else:
+                hint = WRITE_HINTS.get(resource, RBAC_HINT[False])
             why = "the identity may not %s %s; %s" % (verb, qualified, hint)
             if message:
                 why += " (apiserver: %s)" % message
@@ -352,6 +362,12 @@ class KubeSession(ResourceOperations):
         causes = details.get("causes") if isinstance(details.get("causes"), list) else []
         return self.error("%s: %s" % (head, why), status=status, resource=resource, attempts=attempt,
                           reason=answer.get("reason"), causes=[c for c in causes if isinstance(c, dict)])
+
+
+def _warnings(headers):
+    getlist = getattr(headers, "getlist", None)
+    values = getlist("Warning") if getlist else [(headers or {}).get("Warning")]
+    return [" ".join(str(v).split()) for v in values if v]
 
 
 def _attempts(count):

@@ -1,17 +1,25 @@
 """prevent.yml's planning (plugin_utils/_prevent): the selector gate and the admission parameters,
-both derived from the verified labels on the Nodes."""
+both derived from the verified labels on the Nodes, counted only while fresh (gpurt_label_max_age)."""
+import random
+import time
+
 import pytest
 
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _prevent
 
 P = "runtime-gate.gpurt.io/"
+NOW = 1_800_000_000
+FRESH = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(NOW - 3600))
+OLD = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(NOW - 3 * 86400))
+MIB = 1024 * 1024
 
 
 def node(name, *handlers, **labels):
+    checked = labels.pop("checked", FRESH)
     out = {"kubernetes.io/hostname": name}
     out.update(labels)
     out.update((P + h, "true") for h in handlers)
-    return {"name": name, "labels": out}
+    return {"name": name, "labels": out, "labels_checked_at": checked if handlers else None}
 
 
 def rc(name, handler, selector=None):
@@ -21,35 +29,155 @@ def rc(name, handler, selector=None):
 NODES = [node("gpu-1", "nvidia", "runc", pool="gpu"), node("gpu-2", "runc", pool="gpu"), node("cpu-1", "runc")]
 
 
-def test_default_gates_every_class_whose_handler_a_node_verified():
-    plan = _prevent.gate([rc("nvidia", "nvidia"), rc("kata", "kata-qemu"), rc("runc", "runc")], NODES)
-    assert [(p["name"], p["decision"]) for p in plan] == [("nvidia", "write"), ("runc", "write")]
-    assert plan[0]["node_selector"] == {P + "nvidia": "true"} and plan[0]["matching"] == ["gpu-1"]
+def gate(classes, nodes, names=None, max_age="24h"):
+    return _prevent.gate(classes, nodes, names, max_age, now=NOW)
+
+
+def params(nodes, classes=(), max_age="24h"):
+    return _prevent.admission_params(nodes, list(classes), max_age, now=NOW)
+
+
+def test_default_gates_every_class_whose_handler_a_node_verified_and_says_why_not_the_others():
+    plan = gate([rc("nvidia", "nvidia"), rc("kata", "kata-qemu"), rc("runc", "runc")], NODES)
+    assert [(p["name"], p["decision"]) for p in plan] == [("kata", "skipped"), ("nvidia", "write"), ("runc", "write")]
+    assert plan[1]["node_selector"] == {P + "nvidia": "true"} and plan[1]["matching"] == ["gpu-1"]
+    assert plan[0]["message"] == "kata: not gated: handler 'kata-qemu' is verified on no Node"
 
 
 def test_the_selector_is_merged_and_a_class_matching_no_node_is_refused():
-    plan = _prevent.gate([rc("nvidia-cpu", "nvidia", {"pool": "cpu"}), rc("nvidia-gpu", "nvidia", {"pool": "gpu"})],
-                         NODES, ["nvidia-cpu", "nvidia-gpu"])
+    plan = gate([rc("nvidia-cpu", "nvidia", {"pool": "cpu"}), rc("nvidia-gpu", "nvidia", {"pool": "gpu"})],
+                NODES, ["nvidia-cpu", "nvidia-gpu"])
     assert plan[0]["decision"] == "refused" and "no Node would match" in plan[0]["message"]
-    assert "verified on gpu-1" in plan[0]["message"]
+    assert "handler 'nvidia' is verified on gpu-1, none of which has the class's other labels {pool=cpu}" \
+        in plan[0]["message"]
     assert plan[1]["decision"] == "write" and plan[1]["node_selector"] == {"pool": "gpu", P + "nvidia": "true"}
 
 
 def test_already_gated_is_unchanged_and_a_conflicting_value_is_refused():
-    plan = _prevent.gate([rc("a", "nvidia", {P + "nvidia": "true"}), rc("b", "nvidia", {P + "nvidia": "false"})],
-                         NODES, ["a", "b", "missing"])
+    plan = gate([rc("a", "nvidia", {P + "nvidia": "true"}), rc("b", "nvidia", {P + "nvidia": "false"})],
+                NODES, ["a", "b", "missing"])
     assert [p["decision"] for p in plan] == ["unchanged", "refused", "refused"]
     assert "no such RuntimeClass" in plan[2]["message"]
 
 
-def test_admission_params_hold_each_verified_nodes_labels():
-    data = _prevent.admission_params(NODES)
+def test_a_gated_class_that_now_matches_no_node_says_why_and_blocks_nothing():
+    nodes = [node("gpu-1", "runc"), node("gpu-2", "nvidia", "runc", checked=OLD)]
+    plan = gate([rc("nvidia", "nvidia", {P + "nvidia": "true"})], nodes)
+    assert [p["decision"] for p in plan] == ["unchanged"]
+    assert plan[0]["message"] == (
+        "nvidia: gated on %snvidia, but no Node matches nodeSelector {%snvidia=true} now, so its new pods stay "
+        "Pending: handler 'nvidia' is verified on no Node (stale labels, not counted: gpu-2)" % (P, P))
+
+
+def test_stale_labels_verify_nothing():
+    nodes = [node("gpu-1", "nvidia", "runc"), node("gpu-2", "nvidia", "runc", checked=OLD),
+             node("gpu-3", "nvidia", checked=None), node("gpu-4", "nvidia", checked="yesterday")]
+    fresh, stale = _prevent.proof(nodes, "24h", now=NOW)
+    assert [n["name"] for n in fresh] == ["gpu-1"]
+    assert [s["name"] for s in stale] == ["gpu-2", "gpu-3", "gpu-4"]
+    lines = _prevent.stale_lines(stale)
+    assert lines[0].startswith("gpu-2: not counted as verified: its labels (nvidia, runc) were checked at %s, 72.0 h "
+                               "ago, longer than gpurt_label_max_age 24h" % OLD), lines
+    assert "carry no readable check time" in lines[1] and "'yesterday'" in lines[2]
+    assert gate([rc("nvidia", "nvidia")], nodes)[0]["matching"] == ["gpu-1"]
+    data = params(nodes)
+    assert data["handler.nvidia"].count("\n") == 0 and "gpu-2" not in str(data)
+    # a longer max age counts them again
+    assert params(nodes, max_age="4d")["loaded"] == "nvidia, runc"
+    assert gate([rc("nvidia", "nvidia")], nodes, max_age="4d")[0]["matching"] == ["gpu-1", "gpu-2"]
+
+
+def test_params_hold_only_the_selector_keys_deduplicated():
+    classes = [rc("nvidia", "nvidia", {"pool": "gpu"}), rc("runc", "runc")]
+    data = params(NODES, classes)
+    assert data["keys"] == ",".join(["pool", P + "nvidia", P + "runc"])
     assert data["loaded"] == "nvidia, runc"
-    assert data["handler.nvidia"] == ",".join("%s=%s" % kv for kv in sorted(NODES[0]["labels"].items()))
-    assert len(data["handler.runc"].split("\n")) == 3
+    assert data["handler.nvidia"] == "pool=gpu,%snvidia=true,%srunc=true" % (P, P)
+    # gpu-2 and gpu-1 differ on our nvidia key; cpu-1 has no pool: three distinct lines for runc
+    assert data["handler.runc"].split("\n") == sorted([
+        "pool=gpu,%snvidia=true,%srunc=true" % (P, P), "pool=gpu,%srunc=true" % P, "%srunc=true" % P])
+    assert "hostname" not in str(data)
 
 
-@pytest.mark.parametrize("mode,names", [("strict", None), ("warn", "nvidia"), ("deny", [""])])
-def test_bad_inputs_name_the_variable(mode, names):
-    with pytest.raises(_prevent.PreventError, match="gpurt_admission_mode|gpurt_gate_runtimeclasses"):
-        _prevent.validate_inputs(mode, names)
+def judged(data, handler, selector):
+    """The policy's CEL (playbooks/files/runtime-gate-policy.yaml), in Python: True when admitted."""
+    key = "handler." + handler
+    covered = data["keys"].split(",") if "keys" in data else []
+    return key in data and any(
+        all(("%s=%s" % (k, v)) in line.split(",") or ("keys" in data and k not in covered)
+            for k, v in selector.items())
+        for line in data[key].split("\n"))
+
+
+def fleet(count, labels_per_node=50, seed=7):
+    """count GPU Nodes with about labels_per_node labels each, as clouds, NFD, GFD and operators set them."""
+    rng = random.Random(seed)
+    nodes = []
+    for index in range(count):
+        name = "node-%05d" % index
+        product = rng.choice(["A100", "H100", "L4", "T4"])
+        labels = {"kubernetes.io/hostname": name, "node.kubernetes.io/instance-type": "p5.%dxl" % rng.randint(1, 4),
+                  "topology.kubernetes.io/zone": rng.choice(["a", "b", "c"]), "nvidia.com/gpu.product": product,
+                  "pool": rng.choice(["train", "serve"]), "cloud.example.com/instance-id": "i-%012x" % index}
+        for feature in range(labels_per_node - len(labels) - 3):
+            labels["feature.node.kubernetes.io/f-%02d" % feature] = str(rng.random() < 0.9).lower()
+        handlers = ["runc"] + (["nvidia"] if rng.random() < 0.95 else []) + (["kata"] if rng.random() < 0.3 else [])
+        nodes.append(node(name, *handlers, **labels))
+    return nodes
+
+
+def test_5000_nodes_with_50_labels_stay_far_below_a_configmap():
+    nodes = fleet(5000)
+    assert 48 <= len(nodes[0]["labels"]) <= 52
+    classes = [rc("nvidia", "nvidia", {P + "nvidia": "true"}), rc("a100", "nvidia", {"nvidia.com/gpu.product": "A100"}),
+               rc("train", "nvidia", {"pool": "train", "topology.kubernetes.io/zone": "a"}), rc("kata", "kata")]
+    data = params(nodes, classes)
+    size = _prevent.params_size(data)
+    assert size < 64 * 1024, size  # the old derivation: every label of every verified Node, per handler
+    old = sum(len(",".join("%s=%s" % kv for kv in sorted(n["labels"].items()))) + 1 for n in nodes) * 2
+    assert old > MIB
+    print("parameters for 5000 Nodes x 50 labels: %d bytes (every label copied: %d bytes)" % (size, old))
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_the_policy_judges_compact_params_as_it_would_judge_the_nodes(seed):
+    """For selectors on the covered keys, the CEL on the compact parameters admits exactly when a fresh Node that
+    verified the handler matches the selector; an uncovered key is not judged."""
+    nodes = fleet(300, seed=seed)
+    nodes[0]["labels_checked_at"] = OLD
+    classes = [rc("a100", "nvidia", {"nvidia.com/gpu.product": "A100", "pool": "serve"}),
+               rc("z", "kata", {"topology.kubernetes.io/zone": "b"})]
+    data = params(nodes, classes)
+    fresh = _prevent.proof(nodes, "24h", now=NOW)[0]
+    rng = random.Random(seed)
+    values = {"nvidia.com/gpu.product": ["A100", "H100", "L4", "T4", "V100"], "pool": ["serve", "train", "x"],
+              "topology.kubernetes.io/zone": ["a", "b", "c"], P + "kata": ["true", "false"]}
+    for _ in range(300):
+        handler = rng.choice(["nvidia", "kata", "runc", "nvidai"])
+        selector = dict((k, rng.choice(v)) for k, v in values.items() if rng.random() < 0.5)
+        truth = any(n["labels"].get(P + handler) == "true" and all(n["labels"].get(k) == v for k, v in selector.items())
+                    for n in fresh)
+        assert judged(data, handler, selector) == truth, (handler, selector)
+    # the stale Node's own hostname is nowhere; a key no class used is not judged
+    assert judged(data, "nvidia", {"kubernetes.io/hostname": "no-such-node"})
+
+
+def test_params_that_would_not_fit_are_refused_naming_the_keys():
+    nodes = [node("n-%05d" % i, "nvidia", "runc", **{"id": "x" * 60 + "%05d" % i}) for i in range(8000)]
+    with pytest.raises(_prevent.PreventError, match="most: id"):
+        params(nodes, [rc("one", "nvidia", {"id": "x"})])
+
+
+@pytest.mark.parametrize("mode,names,age,namespace,deadline,variable", [
+    ("strict", None, "24h", None, None, "gpurt_admission_mode"),
+    ("warn", "nvidia", "24h", None, None, "gpurt_gate_runtimeclasses"),
+    ("deny", [""], "24h", None, None, "gpurt_gate_runtimeclasses"),
+    ("warn", None, "soon", None, None, "gpurt_label_max_age"),
+    ("warn", None, "0h", None, None, "gpurt_label_max_age"),
+    ("warn", None, "24h", "Gpurt_NS", None, "gpurt_admission_namespace"),
+    ("warn", None, "24h", None, 0, "gpurt_deadline"),
+    ("warn", None, "24h", None, "soon", "gpurt_deadline"),
+])
+def test_bad_inputs_name_the_variable(mode, names, age, namespace, deadline, variable):
+    with pytest.raises(_prevent.PreventError, match=variable):
+        _prevent.validate_inputs(mode, names, age, namespace, deadline)
