@@ -39,16 +39,28 @@ def handler_of(key):
 
 
 def verified_handlers(entry, node):
-    """(handlers, source, reason): the handlers the report entry's loaded config has and the running
-    daemon confirms; source 'crictl' or 'node status'; reason why none could be verified (or None)."""
+    """(handlers, source, reason): the handlers the report entry's loaded config has and every running
+    view confirms: crictl where it answered, and the Node's status.runtimeHandlers where the kubelet lists
+    any (the live signal the event-driven fence acts on: a label it would remove at once is not written).
+    source says which views confirmed them; reason why none could be verified (or None)."""
     if not isinstance(entry, dict) or entry.get("status") == NOT_CHECKED or entry.get("runtimes") is None:
         return [], None, "not checked in this run: %s" % ((entry or {}).get("reason") or "no loaded config")
     loaded = set(entry["runtimes"])
     running = entry.get("running") if isinstance(entry.get("running"), dict) else {}
+    status = None
+    if isinstance(node, dict) and isinstance(node.get("runtime_handlers"), list) and node["runtime_handlers"]:
+        status = set(h for h in node["runtime_handlers"] if h)
     if running.get("source") == "crictl" and isinstance(running.get("runtimes"), list):
-        return sorted(loaded & set(running["runtimes"])), "crictl", None
-    if isinstance(node, dict) and isinstance(node.get("runtime_handlers"), list):
-        return sorted(loaded & set(h for h in node["runtime_handlers"] if h)), "node status", None
+        confirmed = loaded & set(running["runtimes"])
+        if status is None:
+            return sorted(confirmed), "crictl", None
+        behind = sorted(confirmed - status)
+        if behind:
+            return sorted(confirmed & status), "crictl and node status; the Node's status does not list %s yet" % (
+                ", ".join(behind)), None
+        return sorted(confirmed), "crictl and node status", None
+    if status is not None:
+        return sorted(loaded & status), "node status", None
     return [], None, ("no running view: crictl info did not answer and the Node reports no "
                       "status.runtimeHandlers, so no handler is verified")
 

@@ -4,8 +4,8 @@ real containerd daemon on a scratch socket, restarted by the role and read back 
 
 - audit.yml labels gpu-1 with runc only (its daemon runs runc);
 - remediate.yml --check writes no label;
-- remediate.yml registers nvidia, restarts the daemon, and crictl confirms it: nvidia is labeled,
-  although the Node's status.runtimeHandlers (read before the restart) still lacks it;
+- remediate.yml registers nvidia, restarts the daemon, and crictl confirms it; nvidia is labeled once the
+  Node's status.runtimeHandlers lists it too (the live signal the event-driven fence acts on);
 - gpu-2's restart fails: it keeps no label. The next run writes nothing there, and without crictl the
   role cannot see that the restart is still due; the re-audit reads it in the Node's status (runc alone)
   and fails the node, labelled runc only, until containerd is restarted and the kubelet reports nvidia;
@@ -56,7 +56,8 @@ def lab(private_cluster, tmp_path_factory, containerd, crictl):
             facts.update(containerd_runtime_restart_command=[restart], gpurt_cri_endpoint="unix://%s/c.sock" % run)
         else:
             node.write("etc/containerd/config.toml", 'version = 3\n')
-            facts.update(containerd_runtime_restart_command=["sh", "-c", "exit 3"],
+            # the restart fails until the test says containerd is fixed (restart-ok)
+            facts.update(containerd_runtime_restart_command=["sh", "-c", "test -e %s || exit 3" % (base / "restart-ok")],
                          gpurt_crictl_bin=str(base / "no-crictl"))
         nodes[name], hosts[name] = node, facts
         # what the kubelet reported before any remediation: runc alone
@@ -65,7 +66,7 @@ def lab(private_cluster, tmp_path_factory, containerd, crictl):
         "gpurt_kubeconfig": private_cluster.kubeconfig, "gpurt_label_nodes": True,
         "gpurt_report_dir": str(base / "reports")})
     try:
-        yield {"api": api, "nodes": nodes, "inventory": inventory, "run": run, "crictl": crictl}
+        yield {"api": api, "nodes": nodes, "inventory": inventory, "run": run, "crictl": crictl, "base": base}
     finally:
         generators.stop_by_pid_file(os.path.join(run, "pid"))
         shutil.rmtree(run, ignore_errors=True)
@@ -90,7 +91,7 @@ def test_remediation_labels_what_the_restarted_daemon_confirms(lab):
     audited = playbook(lab, "audit.yml")
     assert audited.rc == 2, audited  # neither node loads nvidia yet
     assert ours(lab, "lbl-gpu-1") == {PREFIX + "runc": "true"}, audited
-    assert "lbl-gpu-1: verified handlers runc (confirmed by crictl)" in flat(audited), audited
+    assert "lbl-gpu-1: verified handlers runc (confirmed by crictl and node status)" in flat(audited), audited
 
     dry = playbook(lab, "remediate.yml", check=True)
     assert "Traceback" not in dry.text, dry
@@ -100,26 +101,34 @@ def test_remediation_labels_what_the_restarted_daemon_confirms(lab):
     real = playbook(lab, "remediate.yml")
     assert real.rc == 2, real  # lbl-gpu-2's restart fails
     assert any(line.startswith("lbl-gpu-1: OK") for line in real.gate_lines()), real
-    # crictl, not the Node status listed before the restart, confirms nvidia
-    assert ours(lab, "lbl-gpu-1") == {PREFIX + "nvidia": "true", PREFIX + "runc": "true"}, real
-    assert "lbl-gpu-1: verified handlers nvidia, runc (confirmed by crictl); labels changed: +nvidia" in flat(real), real
+    # crictl runs nvidia, but the kubelet has not listed it yet: no label the event-driven fence would remove
+    assert ours(lab, "lbl-gpu-1") == {PREFIX + "runc": "true"}, real
+    assert "lbl-gpu-1: verified handlers runc (confirmed by crictl and node status; the Node's status does not " \
+           "list nvidia yet); labels unchanged" in flat(real), real
     # lbl-gpu-2's files have nvidia but its restart failed: a host whose remediation failed keeps no label
     assert os.path.exists(lab["nodes"]["lbl-gpu-2"].path("etc/containerd/conf.d/zz-gpurt-nvidia.toml"))
     assert ours(lab, "lbl-gpu-2") == {}, real
     assert "lbl-gpu-2: verified handlers none (not checked in this run" in flat(real), real
     assert "labels changed: -runc" in flat(real).split("lbl-gpu-2: verified handlers none")[1], real
+    # the kubelet reports what the restarted daemon loaded: the next run proves it on both views
+    lab["api"].node("lbl-gpu-1", cpu="4", handlers=["runc", "nvidia"])
+    real_1 = playbook(lab, "audit.yml")
+    assert ours(lab, "lbl-gpu-1") == {PREFIX + "nvidia": "true", PREFIX + "runc": "true"}, real_1
+    assert "lbl-gpu-1: verified handlers nvidia, runc (confirmed by crictl and node status); labels changed: " \
+           "+nvidia" in flat(real_1), real_1
 
     again = playbook(lab, "remediate.yml")
     assert ours(lab, "lbl-gpu-1") == {PREFIX + "nvidia": "true", PREFIX + "runc": "true"}, again
-    assert "lbl-gpu-1: verified handlers nvidia, runc (confirmed by crictl); labels unchanged" in flat(again), again
-    # Nothing is written on lbl-gpu-2 now, and without crictl the role cannot see that its restart is
-    # still due; its Node's status (read this run, after no restart) shows the daemon without nvidia.
+    assert "lbl-gpu-1: verified handlers nvidia, runc (confirmed by crictl and node status); labels unchanged" \
+        in flat(again), again
+    # Nothing is written on lbl-gpu-2 now, but its restart marker says the restart is still due: the role
+    # tries it again, it fails again, and lbl-gpu-2 earns no nvidia label.
     assert again.rc == 2, again
-    assert "runtime 'nvidia' is in the loaded config but the running containerd does not have it (the kubelet " \
-           "reports runc in Node lbl-gpu-2 status.runtimeHandlers)" in flat(again), again
-    assert ours(lab, "lbl-gpu-2") == {PREFIX + "runc": "true"}, again
+    assert "lbl-gpu-2: FAILED: Restart containerd with the configured command failed" in flat(again), again
+    assert PREFIX + "nvidia" not in ours(lab, "lbl-gpu-2"), again
 
-    # containerd restarted by hand; the kubelet reports what it loaded
+    # containerd can restart now; the kubelet reports what it loaded after the role's restart
+    (lab["base"] / "restart-ok").write_text("")
     lab["api"].node("lbl-gpu-2", cpu="4", handlers=["runc", "nvidia"])
     restarted = playbook(lab, "remediate.yml")
     assert restarted.rc == 0, restarted

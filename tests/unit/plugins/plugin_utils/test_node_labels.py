@@ -14,10 +14,18 @@ def entry(runtimes, running=None, status="OK", node_name=None):
     return {"status": status, "runtimes": runtimes, "running": running, "reason": None, "node_name": node_name}
 
 
-def test_crictl_wins_over_the_node_status():
+def test_crictl_and_the_node_status_must_agree():
     verified = nl.verified_handlers(
         entry(["nvidia", "runc"], {"source": "crictl", "runtimes": ["runc"]}), {"runtime_handlers": ["nvidia", "runc"]})
-    assert verified[:2] == (["runc"], "crictl")
+    assert verified[:2] == (["runc"], "crictl and node status")
+    # the daemon restarted with nvidia; the kubelet has not listed it yet: the fence would remove the label
+    verified = nl.verified_handlers(
+        entry(["nvidia", "runc"], {"source": "crictl", "runtimes": ["nvidia", "runc"]}), {"runtime_handlers": ["runc"]})
+    assert verified[:2] == (["runc"], "crictl and node status; the Node's status does not list nvidia yet")
+    # a kubelet that lists none (containerd 1.x): crictl alone
+    verified = nl.verified_handlers(
+        entry(["nvidia", "runc"], {"source": "crictl", "runtimes": ["nvidia", "runc"]}), {"runtime_handlers": []})
+    assert verified[:2] == (["nvidia", "runc"], "crictl")
 
 
 def test_node_status_when_crictl_did_not_answer():
