@@ -149,6 +149,7 @@ def node_vars(node, kind, extra):
         "containerd_runtime_runtimes": runtimes_for(kind, node),
         "containerd_runtime_backup_dir": node.path("var/backups/gpurt-runtime-gate"),
         "containerd_runtime_restart_command": ["sh", "-c", "echo restarted >> %s" % node.path("restarts.log")],
+        "containerd_runtime_restart_proof": "config",  # no daemon runs here: the proof is the config's load
     }
     facts.update(extra)
     return facts

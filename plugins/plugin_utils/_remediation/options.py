@@ -54,6 +54,8 @@ ARGUMENT_SPEC = dict(
     # Ownership evidence: where the node's / is, and the unit that starts containerd.
     host_root=dict(type="str", default="/"),
     service_name=dict(type="str", default="containerd"),
+    # What proves a restart: the running daemon (crictl info), or, asked for, the config it starts with.
+    restart_proof=dict(type="str", default="running", choices=["running", "config"]),
 )
 
 
