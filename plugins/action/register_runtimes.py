@@ -322,6 +322,12 @@ class ActionModule(ActionBase):
         self._opts = dict(proof["node_args"])
         self._dropin_dirs = self._opts.pop("dropin_dirs", None) or [self._opts["dropin_dir"]]
         after = self._node(task_vars, "after_restart")
+        missing = None if after.get("failed") else restart_proof.unproved(proof, after)
+        if missing:
+            previous.update(failed=True, changed=True, step="after_restart", reasons=[missing],
+                            msg="%s: the restart is not proved: %s Written: %s." % (
+                                host, missing, ", ".join(f["path"] for f in proof["files"])))
+            return previous
         if after.get("failed"):
             why = ["the restarted containerd's config cannot be read: %s" % after.get("msg")]
         else:
@@ -344,7 +350,8 @@ class ActionModule(ActionBase):
             previous["msg"] = "%s; after the restart %s has %s" % (
                 previous.get("msg") or "written",
                 "the running containerd (crictl info)" if running.get("source") == "crictl" else
-                "the config containerd starts with (%s)" % after.get("config_path"),
+                "the config containerd starts with (%s; restart_proof=config: the running daemon was not asked)"
+                % after.get("config_path"),
                 ", ".join(r["name"] for r in proof["runtimes"]))
             return self._done(previous, after, changed=True)
         marker = "the restart marker stays, so the next run restarts and proves again"

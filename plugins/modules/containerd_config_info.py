@@ -239,6 +239,40 @@ dump_warnings:
   returned: success
   type: list
   elements: str
+load_warnings:
+  description:
+    - The settings containerd warns about while loading (from RV(dump_warnings)), each with the merged files that
+      set it. Of a table containerd does not know at all, only the outermost key. Empty when containerd refused
+      the config.
+  returned: success
+  type: list
+  elements: dict
+  contains:
+    kind:
+      description: C(ignored_key) (2.x's "Ignoring unknown key in TOML for plugin") or C(deprecated_version) (1.x's
+        deprecated config version 1).
+      type: str
+    plugin:
+      description: The plugin containerd names (null for the version).
+      type: str
+    key:
+      description: The setting's dotted path under that plugin, or C(version).
+      type: str
+    parts:
+      description: The key's parts, as containerd names them.
+      type: list
+      elements: str
+    version:
+      description: With C(deprecated_version), the deprecated config version.
+      type: int
+    files:
+      description: The merged files that set it, each C(file), C(plugin) (the name it is written under) and
+        C(key) (its dotted path there).
+      type: list
+      elements: dict
+    line:
+      description: containerd's own line, without its timestamp.
+      type: str
 refused:
   description:
     - Null when containerd loads the config. Else why it does not, from C(config dump).
@@ -342,6 +376,10 @@ files:
           elements: str
         runtimes_tables:
           description: CRI plugin names whose C(containerd) table has a C(runtimes) key, even an empty one.
+          type: list
+          elements: str
+        disabled_plugins:
+          description: The file's own C(disabled_plugins) entries.
           type: list
           elements: str
         fragment:
@@ -487,6 +525,11 @@ loaded:
       type: str
     imports:
       description: The dump's imports (1.x, merged files; 2.x, patterns).
+      type: list
+      elements: str
+    disabled_plugins:
+      description: The dump's C(disabled_plugins), every merged file's list appended (2.x names a version 1 file's
+        C(cri) by its URI).
       type: list
       elements: str
     cri_plugins:

@@ -190,6 +190,15 @@ options:
     description: The systemd unit that starts containerd, read for what its start writes.
     type: str
     default: containerd
+  restart_proof:
+    description:
+      - What proves the restart after a write. V(running) - the running containerd answers C(crictl info) with every
+        runtime the run reported; where no CRI socket answers, the proof is missing and the host fails (the files
+        stay as written). V(config) - where no daemon can be asked (a node that is only a directory), the load of
+        the config the service starts with, and the result says the running daemon was not asked.
+    type: str
+    default: running
+    choices: [running, config]
   shim_dirs:
     description:
       - More directories where runtime shims are looked up, as the audit's
@@ -231,9 +240,10 @@ options:
   after_restart:
     description:
       - The registered result of this task, given by the handler after the restart. The running containerd
-        (C(crictl info)), else the config the service starts with, must have every runtime the run reported;
-        otherwise the written files are put back, containerd is restarted again (O(restart_command), else the
-        systemd unit O(service_name)) and the host fails with "did not survive the restart".
+        (C(crictl info); the config the service starts with only under O(restart_proof=config)) must have every
+        runtime the run reported; otherwise the written files are put back, containerd is restarted again
+        (O(restart_command), else the systemd unit O(service_name)) and the host fails with "did not survive the
+        restart". With no answer from the CRI socket the host fails with "the proof is missing", its files as written.
     type: dict
   restart_command:
     description: With O(after_restart) - the argv that restarts containerd again after the files are put back.

@@ -17,6 +17,12 @@ CRI_PLUGIN_V1 = "cri"
 CRI_PLUGIN_V2 = "io.containerd.grpc.v1.cri"
 CRI_PLUGIN_V3 = "io.containerd.cri.v1.runtime"
 CRI_PLUGIN_NAMES = (CRI_PLUGIN_V3, CRI_PLUGIN_V2, CRI_PLUGIN_V1)
+# Names in `disabled_plugins` that stop containerd serving CRI, by major version (measured with real
+# daemons and crictl, 1.6, 1.7, 2.1, 2.3): the CRI service itself (its id `cri` in a version 1 file, its URI in every
+# version), and on 2.x either plugin it depends on, which then fails to load ("unable to load CRI runtime
+# service plugin dependency"). 1.x has no io.containerd.cri.v1.* plugins: disabling them changes nothing.
+CRI_IMAGES_PLUGIN = "io.containerd.cri.v1.images"
+_CRI_SERVING = {1: (CRI_PLUGIN_V1, CRI_PLUGIN_V2), 2: (CRI_PLUGIN_V1, CRI_PLUGIN_V2, CRI_PLUGIN_V3, CRI_IMAGES_PLUGIN)}
 
 
 class ConfigShapeError(ValueError):
@@ -29,6 +35,33 @@ def config_version(doc, default=1):
     if isinstance(version, bool) or not isinstance(version, int):
         raise ConfigShapeError("'version' must be an integer, got %r" % (version,))
     return version
+
+
+def cri_disabled_by(loaded_disabled, file_lists=(), containerd_major=None):
+    """(names, [(path, names)]): the entries of the loaded config's `disabled_plugins` that leave containerd
+    without its CRI service (every name that can, when the major version is unknown), and each merged file
+    that sets one (file_lists: [(path, that file's disabled_plugins)]; containerd appends every file's list,
+    and 2.x dumps a version 1 file's `cri` as its URI)."""
+    serving = _CRI_SERVING[1] if containerd_major is not None and containerd_major < 2 else _CRI_SERVING[2]
+    names = [name for name in loaded_disabled or [] if name in serving]
+    files = []
+    for path, listed in file_lists:
+        mine = [n for n in listed or [] if n in names or (n == CRI_PLUGIN_V1 and CRI_PLUGIN_V2 in names)]
+        if mine:
+            files.append((path, mine))
+    return names, files
+
+
+def names_line(names):
+    """`["a", "b"]`: a list of plugin names as a config writes it, for messages."""
+    return "[%s]" % ", ".join('"%s"' % n for n in names)
+
+
+def disabled_plugins(doc):
+    """The string entries of a config's top-level `disabled_plugins` ([] when it is not a list: containerd
+    refuses such a config, and config_refused says so)."""
+    value = doc.get("disabled_plugins")
+    return [name for name in value if isinstance(name, str)] if isinstance(value, list) else []
 
 
 def _table(value, where):
@@ -105,6 +138,7 @@ def summarize(doc):
     return {
         "version": version,
         "imports": list(imports),
+        "disabled_plugins": disabled_plugins(doc),
         "cri_plugins": sorted(by_plugin),
         "runtimes": runtimes,
         "runtime_names": sorted(runtimes),

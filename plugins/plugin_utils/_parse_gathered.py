@@ -9,6 +9,7 @@ __metaclass__ = type
 
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _config_shapes as config_shapes
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _fragment_carry as fragment_carry
+from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _loader_warnings as loader_warnings
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _toml_codec as toml_codec
 
 
@@ -57,9 +58,15 @@ def summarize_file(entry, loaded_doc=None):
     """Parsed facts of one config file a node reported: version, runtimes per plugin, imports. A file
     nothing imports also says whether it is a config fragment, and which of its settings the loaded
     config (loaded_doc, the dump) does not carry."""
+    return _summary_and_doc(entry, loaded_doc)[0]
+
+
+def _summary_and_doc(entry, loaded_doc=None):
+    """(summarize_file's summary, the parsed document or None)."""
     summary = {"path": entry["path"], "role": entry["role"], "error": entry.get("error")}
+    doc = None
     if entry.get("content") is None:
-        return summary
+        return summary, doc
     try:
         doc = toml_codec.loads(entry["content"], entry["path"])
         summary.update(
@@ -71,6 +78,7 @@ def summarize_file(entry, loaded_doc=None):
             plugins=sorted((doc.get("plugins") or {}).keys()) if isinstance(doc.get("plugins"), dict) else [],
             imports=doc.get("imports", []),
             runtimes_tables=runtimes_tables(doc),
+            disabled_plugins=config_shapes.disabled_plugins(doc),
         )
         if entry["role"] == "unreferenced":
             summary["fragment"] = fragment_carry.is_fragment(doc)
@@ -78,7 +86,8 @@ def summarize_file(entry, loaded_doc=None):
                 summary["not_carried_count"], summary["not_carried"] = fragment_carry.not_carried(doc, loaded_doc)
     except (toml_codec.TomlError, config_shapes.ConfigShapeError) as exc:
         summary["error"] = str(exc)
-    return summary
+        doc = None
+    return summary, doc
 
 
 def runtimes_tables(doc):
@@ -101,8 +110,13 @@ def parse_gathered(result):
         result["loaded"] = None
     else:
         doc, result["loaded"] = _dump_and_summary(result.get("dump"))
+    merged = []
     for entry in result.get("files", []):
-        entry["parsed"] = summarize_file(entry, doc)
+        entry["parsed"], file_doc = _summary_and_doc(entry, doc)
+        if file_doc is not None and entry["role"] in ("main", "imported"):
+            merged.append((entry["path"], file_doc))
+    # containerd's own load warnings, each with the file that sets what it names
+    result["load_warnings"] = loader_warnings.read(result.get("dump_warnings"), merged, doc) if doc is not None else []
     return result
 
 

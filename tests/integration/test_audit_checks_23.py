@@ -68,8 +68,24 @@ def setup_v1(n):
     n.runtime_binary()
 
 
+def setup_docker(n):
+    # Docker's containerd.io package's config (disabled_plugins = ["cri"]), kept on a node made a worker
+    n.write("etc/containerd/config.toml", '#   Copyright 2018-2022 Docker Inc.\n\ndisabled_plugins = ["cri"]\n')
+
+
+def setup_ignored_keys(n):
+    # kind's and many guides' version 2 keys that 2.x no longer has: loaded without them, one warning line each
+    n.write("etc/containerd/config.toml", config(2, V2, [runtime(V2, "runc"), runtime(V2, "nvidia", NV)], cdi=None)
+            .replace('[plugins."%s"]\n' % V2, '[plugins."%s"]\n  tolerate_missing_hugepages_controller = true\n' % V2)
+            + '[plugins."%s".registry.configs."registry.example.com".tls]\n  insecure_skip_verify = true\n' % V2)
+    n.runtime_binary()
+    n.write("var/lib/kubelet/config.yaml", KUBELET_SYSTEMD)
+
+
 NODES = {
     "healthy-23": (setup_healthy, {"gpurt_node_labels": CDI_LABEL}),
+    "docker-23": (setup_docker, {}),
+    "ignored-keys-23": (setup_ignored_keys, {}),
     "missing-handler-23": (partial(setup_missing_handler, version=4), {"gpurt_node_labels": {"gpurt.test/typo": "true"}}),
     "crun-23": (plain, {"gpurt_node_labels": {"gpurt.test/crun": "true"}}),
     "default-not-loaded-23": (lambda n: plain(n, default="crun"), {}),
@@ -310,6 +326,25 @@ def test_no_config_runs_on_defaults(lab):
 def test_imports_dev_zero_keeps_the_cause_line(lab):
     cause = only(lab, "dev-zero-23", "config_refused")["evidence"]["cause"]
     assert cause.startswith("fatal error: ") and "out of memory" in cause
+
+
+def test_dockers_config_serves_no_cri(lab):
+    rc, out, _err = lab["nodes"]["docker-23"].dump()
+    assert rc == 0 and "disabled_plugins = ['io.containerd.grpc.v1.cri']" in out and "runtimes.runc]" in out
+    item = only(lab, "docker-23", "cri_plugin_disabled")
+    assert item["severity"] == "error" and item["subject"] == "io.containerd.grpc.v1.cri"
+    assert '%s sets disabled_plugins = ["cri"]' % lab["nodes"]["docker-23"].config_path in item["message"]
+
+
+def test_keys_2x_ignores_are_warnings_naming_key_and_file(lab):
+    node = lab["nodes"]["ignored-keys-23"]
+    _rc, _out, err = node.dump()
+    assert "key=tolerate_missing_hugepages_controller" in err
+    assert 'key="registry configs registry.example.com tls"' in err
+    got = sorted((f["severity"], f["subject"]) for f in findings(lab, "ignored-keys-23")
+                 if f["check"] == "config_load_warning")
+    assert got == [("warning", '%s:plugins."%s".registry.configs."registry.example.com".tls' % (node.config_path, V2)),
+                   ("warning", '%s:plugins."%s".tolerate_missing_hugepages_controller' % (node.config_path, V2))]
 
 
 def test_every_audit_check_was_exercised_on_23(lab):

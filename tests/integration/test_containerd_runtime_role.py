@@ -150,6 +150,7 @@ def node_vars(node, kind, extra):
         "containerd_runtime_backup_dir": node.path("var/backups/gpurt-runtime-gate"),
         "gpurt_state_dir": node.path("var/lib/gpurt-runtime-gate"),  # its restart marker stays in the node
         "containerd_runtime_restart_command": ["sh", "-c", "echo restarted >> %s" % node.path("restarts.log")],
+        "containerd_runtime_restart_proof": "config",  # no daemon runs here: the proof is the config's load
     }
     facts.update(extra)
     return facts

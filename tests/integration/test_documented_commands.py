@@ -224,6 +224,7 @@ def lab(base, tarball):
         hosts[name] = node.host_vars(
             containerd_runtime_runtimes=[{"name": "nvidia", "binary_name": binary}],
             containerd_runtime_restart_command=["sh", "-c", "echo restarted >> %s" % node.path("restarts.log")],
+            containerd_runtime_restart_proof="config",
             containerd_runtime_backup_dir=node.path("var/backups/gpurt"))
     inventory = ansible_run.write_inventory(str(base / "hosts.json"), hosts, group_vars={"gpurt_become": False})
     manifests = base / "runtimeclasses"

@@ -124,7 +124,7 @@ def test_remediate_writes_as_the_remediate_identity_and_not_as_the_audit_identit
         gpurt_node_labels=REMEDIATE_LABEL,
         containerd_runtime_containerd_bin=node.binary, containerd_runtime_config_path=node.config_path,
         containerd_runtime_kubelet_config_path=node.kubelet_config_path,
-        containerd_runtime_restart_command=["/bin/true"],
+        containerd_runtime_restart_command=["/bin/true"], containerd_runtime_restart_proof="config",
         containerd_runtime_runtimes=[{"name": "nvidia", "binary_name": node.runtime_binary()}])
     remediate_kubeconfig, remediate_token = sa_kubeconfig(api, cluster, "runtime-gate-remediate",
                                                           str(tmp_path / "remediate-kubeconfig"))

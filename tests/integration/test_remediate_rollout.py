@@ -30,6 +30,7 @@ def host(tmp_path, name, version="2.1", kind="good", **extra):
                          "binary_name": node.runtime_binary("usr/bin/nvidia-container-runtime.cdi")})
     restart = ["sh", "-c", "exit 3" if kind == "restart" else "echo restarted >> %s" % node.path("restarts.log")]
     facts = node.host_vars(containerd_runtime_runtimes=runtimes, containerd_runtime_restart_command=restart,
+                           containerd_runtime_restart_proof="config",  # no daemon runs here
                            containerd_runtime_backup_dir=node.path("var/backups/gpurt"))
     if kind == "gather":
         facts["containerd_runtime_containerd_bin"] = str(tmp_path / "missing" / "containerd")
@@ -150,9 +151,11 @@ def test_the_report_says_what_changed_what_was_refused_and_the_reaudit(tmp_path,
     assert good["runtimes"] == ["nvidia", "runc"] and good["missing"] == ["MISSING=kata"]
     assert "missing_handler" in good["checks_run"]
     assert refused["status"] == "REFUSED" and refused["findings"] == []
-    # The proof after the restart is said too: no CRI socket answers here, so the config containerd starts with.
-    assert "good: 1 finding (1 error) (wrote %s; after the restart the config containerd starts with (%s) has nvidia)" % (
-        ", ".join(files), nodes["good"].config_path) in run.gate_lines()
+    # The proof after the restart is said too: no daemon runs here (restart_proof=config), so the config containerd
+    # starts with, and that the running daemon was not asked.
+    assert ("good: 1 finding (1 error) (wrote %s; after the restart the config containerd starts with (%s; "
+            "restart_proof=config: the running daemon was not asked) has nvidia)" % (
+                ", ".join(files), nodes["good"].config_path)) in run.gate_lines()
     suites = dict((s.get("name"), s) for s in root.findall("testsuite"))
     assert suites["refused"].find("testcase/failure").get("type") == "REFUSED"
     assert [c.get("name") for c in suites["good"].findall("testcase") if c.find("failure") is not None] == [

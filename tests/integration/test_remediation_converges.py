@@ -66,6 +66,7 @@ def host_vars(node, shape, handlers=("nvidia",), nvidia=True, cdi=False, restart
         containerd_runtime_nvidia_cdi={"name": "nvidia-cdi",
                                        "binary_name": node.runtime_binary("usr/bin/nvidia-container-runtime.cdi")},
         containerd_runtime_restart_command=restart or ["sh", "-c", "echo restarted >> %s" % node.path("restarts.log")],
+        containerd_runtime_restart_proof="config",  # no daemon runs here: the proof is the config's load
         containerd_runtime_backup_dir=node.path("var/backups/gpurt"),
     )
     facts.update(extra)

@@ -29,6 +29,7 @@ def one_node(tmp_path, version="2.1", main=V3_MAIN, **extra):
         containerd_runtime_runtimes=[{"name": "nvidia", "binary_name": node.runtime_binary()}],
         containerd_runtime_backup_dir=node.path("var/backups/gpurt"),
         containerd_runtime_restart_command=["sh", "-c", "echo restarted >> %s" % node.path("restarts.log")],
+        containerd_runtime_restart_proof="config",  # no daemon runs here: the proof is the config's load
     )
     facts.update(extra)
     inventory = ansible_run.write_inventory(str(tmp_path / "inv.json"), {"n1": facts})
@@ -191,7 +192,7 @@ def test_an_eks_node_goes_back_to_runc_only_when_asked(tmp_path, containerd):
         gpurt_kubelet_config_path=node.path(node.kubelet_rel),
         containerd_runtime_runtimes=[{"name": "nvidia", "binary_name": node.path("usr/bin/nvidia-container-runtime")}],
         containerd_runtime_backup_dir=node.path("var/backups/gpurt"),
-        containerd_runtime_restart_command=["true"],
+        containerd_runtime_restart_command=["true"], containerd_runtime_restart_proof="config",
         containerd_runtime_default_runtime_name="runc",
     )
     inventory = ansible_run.write_inventory(str(tmp_path / "inv.json"), {"eks": facts})
@@ -209,7 +210,7 @@ def test_check_mode_of_a_migration_writes_nothing_next_to_the_config(tmp_path, c
     node = shapes.install(tmp_path / "nodes", "v1", "version1-file", "2.3")
     facts = node.host_vars(containerd_runtime_runtimes=[{"name": "nvidia", "binary_name": node.runtime_binary()}],
                            containerd_runtime_backup_dir=node.path("var/backups/gpurt"),
-                           containerd_runtime_restart_command=["true"])
+                           containerd_runtime_restart_command=["true"], containerd_runtime_restart_proof="config")
     inventory = ansible_run.write_inventory(str(tmp_path / "inv.json"), {"v1": facts})
     playbook = tmp_path / "role.yml"
     playbook.write_text("- hosts: all\n  gather_facts: false\n  roles:\n    - gpurt.runtime_gate.containerd_runtime\n")

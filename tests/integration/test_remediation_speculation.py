@@ -223,7 +223,7 @@ def test_check_mode_gathers_and_stages_a_prepared_node_in_one_call_and_predicts_
     manifest.write_text("apiVersion: node.k8s.io/v1\nkind: RuntimeClass\nmetadata: {name: nvidia}\nhandler: nvidia\n")
     facts = node.host_vars(gpurt_host_root=node.root,
                            containerd_runtime_runtimes=[{"name": "nvidia", "binary_name": node.runtime_binary()}],
-                           containerd_runtime_restart_command=["true"],
+                           containerd_runtime_restart_command=["true"], containerd_runtime_restart_proof="config",
                            containerd_runtime_backup_dir=node.path("var/backups/gpurt"))
     inventory = ansible_run.write_inventory(str(tmp_path / "hosts.json"), {"prepared": facts},
                                             group_vars={"gpurt_runtimeclasses_src": str(manifest)})

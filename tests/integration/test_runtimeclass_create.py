@@ -604,6 +604,7 @@ def gate_node(tmp_path, name, version, labels=None, **extra):
         "containerd_runtime_config_path": node.config_path,
         "containerd_runtime_kubelet_config_path": node.kubelet_config_path,
         "containerd_runtime_restart_command": ["/bin/true"],
+        "containerd_runtime_restart_proof": "config",  # no daemon runs here: the proof is the config's load
         "containerd_runtime_runtimes": [{"name": "nvidia", "binary_name": node.runtime_binary()}],
         "containerd_runtime_nvidia_cdi": {"name": "nvidia-cdi", "cdi": True,
                                           "binary_name": node.runtime_binary("usr/bin/nvidia-container-runtime.cdi")},

@@ -31,14 +31,19 @@ CASES = {
     ("nvidia-ctk-v2-complex-1.7", "1.7"): (["nvidia", "nvidia-cdi"], {}),
     # the v2 root with the installer's v3 drop-in: loads on 2.1, but 2.1 migrates the merged files
     # and the drop-in's runtimes table replaces the root's: its runc settings are dropped; 2.3.4 refuses it
+    # ... and the root's other io.containerd.grpc.v1.cri keys (cni, max_container_log_line_size, registry,
+    # sandbox_image) are ignored too, each with containerd's own warning line
     ("nvidia-ctk-v2-complex-2.1", "2.1"): (["nvidia", "nvidia-cdi"], {
-        ("dropin_version_above_root", "warning"): 1, ("ignored_plugin_section", "warning"): 1}),
+        ("dropin_version_above_root", "warning"): 1, ("ignored_plugin_section", "warning"): 1,
+        ("config_load_warning", "warning"): 4}),
     ("nvidia-ctk-v2-complex-2.1", "2.3.4"): (["nvidia", "nvidia-cdi"], {("config_refused", "error"): 1}),
     ("gpu-operator-v4-dropin-2.3", "2.3.4"): (["nvidia", "nvidia-cdi"], {("config_refused", "error"): 1}),
     # ... which 2.3.7 and 2.4.2 load (measured)
     ("nvidia-ctk-v2-complex-2.1", "2.3"): (["nvidia", "nvidia-cdi"], {}),
     ("nvidia-ctk-v2-complex-2.1", "2.4"): (["nvidia", "nvidia-cdi"], {}),
     ("gpu-operator-v4-dropin-2.3", "2.3"): (["nvidia", "nvidia-cdi"], {}),
+    # 2.4 ignores enable_experimental_restore_via_create = false, enable_cdi = true (always on) and bin_dir = "" of
+    # 2.3's `config default` copied into the drop-in: each with a warning line, none loses anything (no finding)
     ("gpu-operator-v4-dropin-2.3", "2.4"): (["nvidia", "nvidia-cdi"], {}),
     ("gpu-operator", "1.7"): (["nvidia", "nvidia-cdi"], {}),
     # --set-as-default: every pod goes through nvidia
@@ -67,7 +72,10 @@ CASES = {
     ("k3s", "1.7"): (["nvidia", "nvidia-cdi"], {("runtime_binary", "info"): 1}),
     ("k3s-v3", "2.1"): (["nvidia", "nvidia-cdi"], {("runtime_binary", "info"): 1}),
     # AgentBaker's kata template on 2.x: the kata runtimes under the old name vanish
-    ("agentbaker-kata", "2.1"): (["kata"], {("missing_handler", "error"): 1, ("ignored_plugin_section", "error"): 1}),
+    # ... and 2.1's erofs snapshotter has no default_size (the template is for newer releases; its ignored
+    # enable_tar_index = false loses nothing)
+    ("agentbaker-kata", "2.1"): (["kata"], {("missing_handler", "error"): 1, ("ignored_plugin_section", "error"): 1,
+                                            ("config_load_warning", "warning"): 1}),
     ("already-correct-2.1", "2.1"): (["nvidia"], {}),
     # 0xE9 in a comment: 1.7 loads it; the audit cannot read the file as UTF-8
     ("latin1-comment-1.7", "1.7"): (["nvidia"], {("config_unreadable", "error"): 1}),
@@ -75,8 +83,9 @@ CASES = {
     ("latin1-comment-1.7", "2.1"): (["nvidia"], {("config_refused", "error"): 1}),
     ("latin1-comment-1.7", "2.3"): (["nvidia"], {("config_refused", "error"): 1}),
     # the shape installs no kata shim; no RuntimeClass asks for kata here
-    ("version1-file", "1.6"): ([], {("runtime_binary", "info"): 1}),
-    ("version1-file", "1.7"): ([], {("runtime_binary", "info"): 1}),
+    # 1.x warns that config version 1 is deprecated
+    ("version1-file", "1.6"): ([], {("runtime_binary", "info"): 1, ("config_load_warning", "warning"): 1}),
+    ("version1-file", "1.7"): ([], {("runtime_binary", "info"): 1, ("config_load_warning", "warning"): 1}),
     # microk8s without a GPU or kata: its template's nvidia-container-runtime and kata-runtime are bare
     # names no PATH entry has, and no pod reaches them
     ("microk8s", "2.1"): ([], {("runtime_binary", "info"): 3}),
@@ -90,9 +99,9 @@ CASES = {
     # containerd 2.3's default config as is: its own conf.d/*.toml entry, no conf.d yet (a slot)
     ("kubeadm-documented-2.3", "2.3"): ([], {("dead_imports_glob", "info"): 1}),
     # kind's node image: nothing GPU on it; the RuntimeClass nvidia finds no handler. On 2.x its version 2
-    # key tolerate_missing_hugepages_controller is dropped with a warning (not a runtime: no finding).
+    # key tolerate_missing_hugepages_controller is dropped with containerd's warning: config_load_warning.
     ("kind", "1.7"): (["nvidia"], {("missing_handler", "error"): 1}),
-    ("kind", "2.1"): (["nvidia"], {("missing_handler", "error"): 1}),
+    ("kind", "2.1"): (["nvidia"], {("missing_handler", "error"): 1, ("config_load_warning", "warning"): 1}),
     # k3s with the GPU Operator's template: nvidia loaded from it, nvidia-cdi not registered yet.
     ("k3s-operator-template-1.7", "1.7"): (["nvidia", "nvidia-cdi"], {("missing_handler", "error"): 1}),
     # runc (the default: every pod) keeps SystemdCgroup = false under a systemd kubelet
@@ -102,15 +111,19 @@ CASES = {
     ("azure-linux-3-gpu", "2.1"): ([], {("default_runtime_blast_radius", "warning"): 1, ("cgroup_driver", "info"): 2}),
     # the quick start's file declares runsc without runc: 1.x keeps no runc of its own and the CRI plugin cannot
     # load (the shim itself is found in gpurt_shim_dirs, /usr/local/bin of the node)
-    ("gvisor-quickstart-1.7", "1.6"): (["runsc"], {("config_refused", "error"): 1}),
-    ("gvisor-quickstart-1.7", "1.7"): (["runsc"], {("config_refused", "error"): 1}),
+    # (and 1.x warns that config version 1 is deprecated)
+    ("gvisor-quickstart-1.7", "1.6"): (["runsc"], {("config_refused", "error"): 1,
+                                                   ("config_load_warning", "warning"): 1}),
+    ("gvisor-quickstart-1.7", "1.7"): (["runsc"], {("config_refused", "error"): 1,
+                                                   ("config_load_warning", "warning"): 1}),
     # the runsc drop-in replaces config.toml's CRI section on 1.7: runc is gone and the CRI plugin cannot load
     ("gvisor-dropin-1.7", "1.7"): (["runsc"], {("config_refused", "error"): 1, ("file_loaded_drift", "error"): 1}),
     # 1.6 ignores the version 3 CRI section: nvidia is not loaded; two ignored_plugin_section findings
     # (the file's version, and its runtimes), and runc's SystemdCgroup = true with it
     ("v3-file-1.6", "1.6"): (["nvidia"], {("missing_handler", "error"): 1, ("ignored_plugin_section", "error"): 2,
                                           ("cgroup_driver", "error"): 1}),
-    ("flatcar", "2.3"): ([], {}),
+    # Flatcar's /usr/share/containerd/config.toml sets subreaper = true, a top-level key 2.x no longer has
+    ("flatcar", "2.3"): ([], {("config_load_warning", "warning"): 1}),
     ("k0s", "2.1"): (["runsc"], {}),
     ("k0s", "2.3"): (["runsc"], {}),
     ("rke2-v3", "2.1"): (["nvidia", "runsc"], {}),

@@ -11,7 +11,7 @@ __metaclass__ = type
 import time
 
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _config_shapes as config_shapes
-from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils._checks.context import dropins_above_root
+from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils._checks.context import dropins_above_root, merged_files
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils._checks.model import NotRun, finding
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils._checks.registry import check, fixed_by, need, not_fixed
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils._remediation.restart import marker_line
@@ -68,6 +68,41 @@ def check_config_refused(ctx):
         {"cause": cause, "default_runtime_name": default, "loaded_runtimes": sorted(ctx.handlers),
          "containerd": gathered.get("version"),
          "running_cri": "not served (%s)" % running.get("crictl_error") if _cri_unserved(running) else None},
+    )]
+
+
+# --- cri_plugin_disabled: containerd starts without its CRI service ------------------------
+
+@check("cri_plugin_disabled", ("error",), "error",
+       "the loaded config's `disabled_plugins` disables the CRI plugin (`cri`, `io.containerd.grpc.v1.cri`, and on "
+       "2.x `io.containerd.cri.v1.runtime` or `io.containerd.cri.v1.images`, without which it fails to load), as "
+       "Docker's containerd.io package ships it: the daemon serves no CRI, so no pod runs, though 2.x still "
+       "dumps its runtimes",
+       ("loaded",),
+       not_fixed("the role refuses such a node before writing anything (its runtimes could not be served); what "
+                 "fixes it: remove the CRI plugin from `disabled_plugins` in the file the finding names, restart "
+                 "containerd, then run the role"))
+def check_cri_disabled(ctx):
+    major = ctx.version[0] if ctx.version else None
+    disabling, files = config_shapes.cri_disabled_by(
+        ctx.loaded.get("disabled_plugins"),
+        [(e["path"], (e.get("parsed") or {}).get("disabled_plugins")) for e in merged_files(ctx.gathered)], major)
+    if not disabling:
+        return []
+    listed = config_shapes.names_line
+    where = "; ".join("%s sets disabled_plugins = %s" % (path, listed(names)) for path, names in files) or \
+        "the loaded config sets disabled_plugins = %s" % listed(disabling)
+    fix = "; ".join("remove %s from disabled_plugins in %s" % (listed(names)[1:-1], path) for path, names in files) \
+        or "remove %s from disabled_plugins" % listed(disabling)[1:-1]
+    return [finding(
+        ctx.node, "cri_plugin_disabled", "error", ",".join(disabling),
+        "containerd%s serves no CRI: %s, so the kubelet reaches no runtime and no pod runs on the node%s" % (
+            " " + ctx.gathered["version"] if ctx.gathered.get("version") else "", where,
+            "; the dump still lists runtimes (%s), but the CRI plugin that would serve them is not loaded"
+            % ", ".join(sorted(ctx.handlers)) if ctx.handlers else ""),
+        fix + " (Docker's containerd.io package ships disabled_plugins = [\"cri\"]), then restart containerd",
+        {"key": "disabled_plugins", "disabled": disabling, "files": [{"file": p, "names": n} for p, n in files],
+         "containerd": ctx.gathered.get("version")},
     )]
 
 

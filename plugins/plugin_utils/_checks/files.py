@@ -381,3 +381,62 @@ def check_defaults(ctx):
         "nothing to fix; write the file (role gpurt.runtime_gate.containerd_runtime) to register more runtimes",
         {"config_path": path, "containerd": ctx.gathered.get("version")},
     )]
+
+
+# --- what containerd itself says while loading ------------------------------------------------
+
+def _runtimes_reported(item, ignored_sections):
+    """Whether ignored_plugin_section already reports this ignored key: the CRI runtimes of a section
+    containerd does not read (every file that sets it is such a section)."""
+    parts = item.get("parts") or []
+    return bool(item["files"]) and parts[:2] in (["containerd"], ["containerd", "runtimes"]) and \
+        all((f["file"], f["plugin"]) in ignored_sections for f in item["files"])
+
+
+@check("config_load_warning", ("warning",), "warning",
+       "containerd warns while loading the config of a setting it ignores or deprecates: 2.x's `Ignoring unknown key "
+       "in TOML` (keys removed in 2.0 that an older config still sets, e.g. `registry.configs.*.tls`, "
+       "`tolerate_missing_hugepages_controller`; on 2.4 `cni.bin_dir`; misspelled keys), 1.x's deprecated config "
+       "version 1; containerd loads the rest and exits 0, so the setting has no effect without another sign. Not "
+       "reported: an ignored zero value (`systemd_cgroup = false`, `runtime_engine = \"\"`, as 1.x's `config "
+       "default` writes them), 2.4's ignored `enable_cdi = true` (always on), a `bin_dir` its `bin_dirs` holds",
+       ("files", "loaded"),
+       not_fixed("other tools' files are never rewritten; a main config the role converts (ignored_plugin_section) "
+                 "takes containerd's own migration; what fixes the rest: the file's owner moves or drops the key the "
+                 "finding names (e.g. registry TLS into `config_path`'s hosts.toml)"))
+def check_load_warnings(ctx):
+    ignored_sections = set()
+    for entry, _version, reasons in file_readings(ctx):
+        ignored_sections.update((entry["path"], plugin) for plugin, why in reasons.items() if why is not None)
+    out = []
+    release = ctx.gathered.get("version") or ""
+    for item in ctx.gathered.get("load_warnings") or []:
+        if item["kind"] == "ignored_key" and _runtimes_reported(item, ignored_sections):
+            continue
+        files = item["files"]
+        where = "; ".join("%s in %s" % (f["key"], f["file"]) for f in files) or "the merged config (no file read " \
+            "by the audit sets it as written)"
+        if item["kind"] == "deprecated_version":
+            message = ("containerd %s warns that config version %d is deprecated: %s declares no version (or version "
+                       "%d); containerd 2.x converts it at every start and drops what it cannot convert"
+                       % (release, item["version"], ", ".join(f["file"] for f in files) or "the config",
+                          item["version"]))
+            fix = "write version = 2 (1.x) or the version `containerd config default` prints (2.x), with the plugin " \
+                  "names of that version"
+        else:
+            message = ("containerd %s ignores %s: %s sets it, and containerd loads the config without it (only a log "
+                       "line says so)" % (release, "%s of plugin %s" % (item["key"], item["plugin"]) if item["plugin"]
+                                          else "the top-level key %s" % item["key"], where))
+            fix = "remove the key, or set what it meant where containerd %s reads it (`containerd config default` " \
+                  "lists the keys of %s)" % (release, item["plugin"] or "the config")
+            if (item.get("parts") or [""])[0] == "registry":
+                fix = "move the registry settings into hosts.toml files under the registry's config_path " \
+                      "(containerd 2.x reads registry TLS only there), and remove the key"
+        subject = "%s:%s" % ((files[0]["file"] if files else ctx.gathered.get("config_path") or "config"),
+                             files[0]["key"] if files else item["key"])
+        out.append(finding(
+            ctx.node, "config_load_warning", "warning", subject, message, fix,
+            {"key": item["key"], "plugin": item["plugin"], "files": files, "containerd": release,
+             "loader_line": item["line"]},
+        ))
+    return out

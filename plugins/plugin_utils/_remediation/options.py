@@ -57,6 +57,8 @@ ARGUMENT_SPEC = dict(
     service_name=dict(type="str", default="containerd"),
     # The role's state on the node (the restart marker), under host_root.
     state_dir=dict(type="str", default=containerd_facts.STATE_DIR),
+    # What proves a restart: the running daemon (crictl info), or, asked for, the config it starts with.
+    restart_proof=dict(type="str", default="running", choices=["running", "config"]),
 )
 
 

@@ -85,6 +85,7 @@ def plan(gathered, opts):
     if gathered.get("config_exists") and main.get("content") is None:
         raise Refusal("the main config %s cannot be read as text (%s); containerd may load it, but this role edits "
                       "only what it can parse. Nothing was written." % (node.config_path, main.get("error")))
+    _refuse_without_cri(node)
     specs = normalize_runtimes(opts.get("runtimes"), opts.get("systemd_cgroup"), lambda: kubelet_systemd_cgroup(gathered))
     names = [s["name"] for s in specs]
     cri = get_in(node.before, "plugins", node.plugin) or {}
@@ -196,6 +197,27 @@ def plan(gathered, opts):
         main_version=main_version,
     )
     return result
+
+
+def _refuse_without_cri(node):
+    """Refusal when the loaded config disables the CRI plugin (Docker's containerd.io package ships
+    disabled_plugins = ["cri"]): no runtime the role registers would be served, so no run may report one
+    as there. The role does not remove the entry itself (another tool's choice, and a running engine's)."""
+    lists = []
+    for entry in node.merge_order():
+        try:
+            doc = toml_codec.loads(entry.get("content") or "", entry["path"])
+        except toml_codec.TomlError:
+            continue
+        lists.append((entry["path"], shapes.disabled_plugins(doc)))
+    names, files = shapes.cri_disabled_by(shapes.disabled_plugins(node.before), lists, node.major)
+    if names:
+        where = "; ".join("%s sets disabled_plugins = %s" % (path, shapes.names_line(mine)) for path, mine in files) \
+            or "the loaded config sets disabled_plugins = %s" % shapes.names_line(names)
+        raise Refusal("containerd %d.%d serves no CRI on this node: %s, so no runtime registered here would be served "
+                      "and no pod runs. Remove the CRI plugin from disabled_plugins (Docker's containerd.io package "
+                      "ships disabled_plugins = [\"cri\"]), restart containerd, then run again. Nothing was written."
+                      % (node.major, node.minor, where))
 
 
 def containerd_text_imports(text):

@@ -1,16 +1,21 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, gpurt.runtime_gate developers
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The proof after the restart: the running daemon must have what the run reported. Judged on `crictl
-info` where the CRI socket answers, else on the load of the config the service starts with (a dump
-taken right after the restart is what the daemon loaded). What a write leaves for this proof, and what
-a failed write or a failed proof says about the files (changed, put back). Controller only."""
+"""The proof after the restart: the running daemon must have what the run reported, judged on `crictl
+info`. Where the CRI socket does not answer there is no proof: a dump shows what the files say, not
+what the daemon serves (measured: a config that disables the CRI plugin dumps its runtimes on 2.x, and
+the daemon serves none). Only a run asked for `restart_proof=config` (a node without a daemon to ask)
+judges the load of the config the service starts with instead, and says so. What a write leaves for
+this proof, and what a failed write or a failed proof says about the files (changed, put back).
+Controller only."""
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
 import hashlib
+
+from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _config_shapes as config_shapes
 
 
 def record(opts, node_args, the_plan, written):
@@ -26,7 +31,22 @@ def record(opts, node_args, the_plan, written):
                       if item.get("content") is not None else None})
     runtimes = [{"name": s["name"], "binary_name": (s["table"].get("options") or {}).get("BinaryName") or ""}
                 for s in the_plan["specs"]]
-    return {"node_args": node_args, "runtimes": runtimes, "files": files, "backups_kept": bool(opts.get("backup"))}
+    return {"node_args": node_args, "runtimes": runtimes, "files": files, "backups_kept": bool(opts.get("backup")),
+            "mode": opts.get("restart_proof") or "running"}
+
+
+def unproved(proof, after):
+    """Why the restart has no proof, or None: the run asks the running daemon (restart_proof=running, the
+    default) and no CRI socket answered, so what it runs is unknown. The files stay as written."""
+    running = after.get("running") or {}
+    if running.get("source") == "crictl" or proof.get("mode") == "config":
+        return None
+    return ("the proof is missing: the restarted containerd did not answer on its CRI socket (%s), so whether it "
+            "serves %s is unknown (its config dump is not the running daemon's view); the files stay as written. "
+            "Make `crictl info` answer on the node (install crictl, or set containerd_runtime_crictl_bin / "
+            "containerd_runtime_cri_endpoint), or set containerd_runtime_restart_proof=config where no daemon can "
+            "be asked." % (running.get("crictl_error") or running.get("error") or "no running view",
+                          ", ".join(r["name"] for r in proof["runtimes"]) or "its runtimes"))
 
 
 def missing_after_restart(proof, after, loaded):
@@ -46,8 +66,13 @@ def missing_after_restart(proof, after, loaded):
                 out.append("%s runs %s with %s, not %s" % (where, runtime["name"], have, runtime["binary_name"]))
     else:
         runtimes = (loaded or {}).get("runtimes") or {}
-        where = "the config containerd starts with (%s, loaded after the restart; no CRI socket answered: %s)" % (
-            after.get("config_path"), running.get("crictl_error") or running.get("error") or "no running view")
+        where = "the config containerd starts with (%s, loaded after the restart; restart_proof=config: the running " \
+            "daemon was not asked)" % after.get("config_path")
+        disabled, _files = config_shapes.cri_disabled_by((loaded or {}).get("disabled_plugins"), (),
+                                                         after.get("version_major"))
+        if disabled:
+            out.append("%s disables the CRI plugin (disabled_plugins: %s): nothing serves a runtime"
+                       % (where, ", ".join(disabled)))
         for runtime in proof["runtimes"]:
             have = runtimes.get(runtime["name"])
             if have is None:

@@ -73,7 +73,7 @@ class TestAuditHost(object):
         assert entry["runtimes"] == ["nvidia", "runc"]
         # a bare dump: only the checks that need nothing but the loaded config run; the others are
         # skipped with the reason, never counted as passed
-        assert entry["checks_run"] == sorted(["missing_handler", "config_refused",
+        assert entry["checks_run"] == sorted(["missing_handler", "config_refused", "cri_plugin_disabled",
                                               "default_runtime_blast_radius", "cdi_disabled"])
         assert sorted(entry["checks_skipped"]) == sorted(set(checks.check_ids("hosts")) - set(entry["checks_run"]))
 
