@@ -58,7 +58,9 @@ def lab(private_cluster, tmp_path_factory, containerd, crictl):
             node.write("etc/containerd/config.toml", 'version = 3\n')
             # the restart fails until the test says containerd is fixed (restart-ok)
             facts.update(containerd_runtime_restart_command=["sh", "-c", "test -e %s || exit 3" % (base / "restart-ok")],
-                         gpurt_crictl_bin=str(base / "no-crictl"))
+                         gpurt_crictl_bin=str(base / "no-crictl"),
+                         # no daemon answers here: the restart is proved on the config it starts with
+                         containerd_runtime_restart_proof="config")
         nodes[name], hosts[name] = node, facts
         # what the kubelet reported before any remediation: runc alone
         api.node(name, cpu="4", handlers=["runc"])
