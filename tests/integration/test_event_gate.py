@@ -9,6 +9,8 @@ after containerd restarts.
   status) -> the re-audit labels it again and pods schedule there again;
 - a Node that flaps five times within the settle window is fenced once and re-audited once;
 - without gpurt_watch_remediate nothing is written to any node.
+The rulebook runs as the identity of rbac/runtime-gate-watch.yaml (a ServiceAccount token), so what it
+grants is what the source, the fence and the re-audit's labels need.
 """
 import hashlib
 import os
@@ -16,10 +18,12 @@ import re
 import time
 
 import pytest
+from kubernetes import utils
 
 from tests.lib import ansible_run
 from tests.lib.cluster_objects import Api
 from tests.lib.nodes import Node
+from tests.lib.real_cluster import write_kubeconfig
 from tests.lib.rulebook import Rulebook
 
 pytestmark = pytest.mark.integration
@@ -76,8 +80,15 @@ def lab(private_cluster, tmp_path_factory):
     audit = ansible_run.playbook(os.path.join(PLAYBOOKS, "audit.yml"), inventory, {
         "gpurt_kubeconfig": private_cluster.kubeconfig, "gpurt_label_nodes": True})
     assert audit.rc == 0, audit
+    # the rulebook runs as the identity rbac/runtime-gate-watch.yaml makes, with a TokenRequest token
+    utils.create_from_yaml(api.api_client, os.path.join(ansible_run.REPO, "rbac", "runtime-gate-watch.yaml"),
+                           apply=True, namespace="gpurt-runtime-gate")
+    token = api.core.create_namespaced_service_account_token(
+        "runtime-gate-watch", "gpurt-runtime-gate", {"spec": {"expirationSeconds": 3600}}).status.token
+    watcher = write_kubeconfig(str(base / "watch-kubeconfig"), private_cluster.server, private_cluster.ca,
+                               "runtime-gate-watch", token=token)
     rulebook = Rulebook(base / "rulebook", inventory, {
-        "gpurt_kubeconfig": private_cluster.kubeconfig, "gpurt_watch_settle": SETTLE,
+        "gpurt_kubeconfig": watcher, "gpurt_watch_settle": SETTLE,
         "gpurt_watch_max_concurrent": 2})
     rulebook.start()
     try:
@@ -165,6 +176,13 @@ def test_a_flapping_node_is_fenced_once_and_re_audited_once(lab):
     time.sleep(SETTLE + 3)  # nothing else may follow
     assert lab["rulebook"].count(r"fenced node %s: lost" % name) == fences + 1
     assert reaudits_of(lab, name) == audits + 1
+
+
+def test_the_watch_identity_is_all_the_gate_needs_and_no_token_is_shown(lab):
+    log = lab["rulebook"].log()
+    assert "403" not in log and "Forbidden" not in log, log[-6000:]
+    token = open(os.path.join(str(lab["base"]), "watch-kubeconfig")).read().split('"token": "')[1].split('"')[0]
+    assert token not in log
 
 
 def test_without_remediate_nothing_is_written_to_any_node(lab):

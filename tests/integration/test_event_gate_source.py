@@ -63,7 +63,7 @@ def labels_of(api, name):
     return dict((k, v) for k, v in (api.core.read_node(name).metadata.labels or {}).items() if k.startswith(PREFIX))
 
 
-def start(lab, workdir, variables, verbosity=1, wait_for="watching the Nodes of"):
+def start(lab, workdir, variables, verbosity=1, wait_for="watching the [0-9]* Nodes of"):
     rulebook = Rulebook(lab["base"] / workdir, lab["inventory"], variables, verbosity=verbosity,
                         rulebook=lab["rulebook"])
     return rulebook.start(wait_for=wait_for)

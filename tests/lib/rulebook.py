@@ -32,7 +32,7 @@ class Rulebook(object):
             argv.append("-" + "v" * self.verbosity)
         return argv
 
-    def start(self, wait_for="watching the Nodes of", timeout=120):
+    def start(self, wait_for="watching the [0-9]* Nodes of", timeout=120):
         os.makedirs(self.workdir, exist_ok=True)
         with open(self.vars_path, "w") as handle:
             json.dump(self.variables, handle)  # JSON is YAML

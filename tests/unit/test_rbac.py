@@ -41,10 +41,18 @@ def test_labeler_role_adds_only_patch_on_nodes():
     }
 
 
+def test_watch_role_is_the_labeler_plus_watch_on_nodes():
+    assert rules("runtime-gate-watch.yaml") == {
+        (("node.k8s.io",), ("runtimeclasses",)): ["get", "list"],
+        (("",), ("nodes",)): ["get", "list", "patch", "watch"],
+    }
+
+
 def test_bindings_point_at_the_service_accounts():
     for name, account in (("runtime-gate-audit.yaml", "runtime-gate-audit"),
                           ("runtime-gate-remediate.yaml", "runtime-gate-remediate"),
-                          ("runtime-gate-labeler.yaml", "runtime-gate-labeler")):
+                          ("runtime-gate-labeler.yaml", "runtime-gate-labeler"),
+                          ("runtime-gate-watch.yaml", "runtime-gate-watch")):
         items = objects(name)
         binding = [o for o in items if o["kind"] == "ClusterRoleBinding"][0]
         role = [o for o in items if o["kind"] == "ClusterRole"][0]

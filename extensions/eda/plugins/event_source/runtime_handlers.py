@@ -134,9 +134,6 @@ async def main(queue, args):
     outbox, wake, silent_named = [], asyncio.Event(), set()
     emitter = asyncio.ensure_future(_emit(queue, outbox, wake))
     thread.start()
-    LOG.warning("watching the Nodes of %s (settle %ss, at most %d re-audits at a time, labels older than %ss "
-                "are stale)", connection.configuration.host, options["settle"], options["max_concurrent"],
-                int(options["max_age"]))
     trouble_since = None
 
     def send(event):
@@ -169,7 +166,12 @@ async def main(queue, args):
                     LOG.warning("watching the Nodes again after %.0f s", now - trouble_since)
                     trouble_since = None
                 if item[0] == "list":
+                    first = not watcher.listed
                     fences = watcher.relisted(item[1], now)
+                    if first:  # said once the first list is the baseline: a change after it is seen
+                        LOG.warning("watching the %d Nodes of %s (settle %ss, at most %d re-audits at a time, labels "
+                                    "older than %ss are stale)", len(item[1]), connection.configuration.host,
+                                    options["settle"], options["max_concurrent"], int(options["max_age"]))
                 else:
                     fences = watcher.observe(item[1], item[2], now)
             for name in watcher.take_silent(silent_named):
