@@ -17,6 +17,7 @@ import time
 
 import pytest
 
+from tests.integration.test_prevent_remediate import daemon_config
 from tests.integration.test_remediation_restart import RESTART
 from tests.lib import ansible_run, generators
 from tests.lib.cluster_objects import Api
@@ -27,11 +28,6 @@ pytestmark = pytest.mark.integration
 PLAYBOOKS = os.path.join(ansible_run.REPO, "playbooks")
 PREFIX = "runtime-gate.gpurt.io/"
 DROPIN = "etc/containerd/conf.d/zz-gpurt-nvidia.toml"
-
-
-def daemon_config(run):
-    return ('version = 3\nroot = "{run}/root"\nstate = "{run}/state"\n[grpc]\n  address = "{run}/c.sock"\n'
-            '[ttrpc]\n  address = "{run}/c.sock.ttrpc"\n').replace("{run}", run)
 
 
 @pytest.fixture(scope="module")
