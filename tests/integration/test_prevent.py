@@ -3,8 +3,9 @@ module's own (tests/lib/real_cluster.py), with local nodes whose configs a real 
 
 - audit.yml with gpurt_label_nodes labels each judged Node runtime-gate.gpurt.io/<handler>=true for the
   handlers its loaded config has AND its running daemon confirms (here the Node's status.runtimeHandlers,
-  as the kubelet reports them: no CRI socket answers), by server-side apply under its own field
-  manager; check mode writes none; other labels are kept; a handler gone takes its label with it.
+  as the kubelet reports them: no CRI socket answers), by a patch under its own field
+  manager; check mode writes none; other labels are kept; a handler gone takes its label with it, and so
+  does a label under the prefix that no run proved (tests/integration/test_labels_by_proof.py has the rest).
 """
 import json
 import os
@@ -105,21 +106,23 @@ def test_check_mode_shows_the_labels_and_writes_none(lab):
 
 
 def test_labels_follow_what_is_verified(lab):
-    lab["api"].core.patch_node("prev-gpu-1", {"metadata": {"labels": {PREFIX + "by-hand": "true"}}})
+    lab["api"].core.patch_node("prev-gpu-1", {"metadata": {"labels": {PREFIX + "by-hand": "true"}}},
+                               field_manager="kubectl-label")
     result = audit(lab)
     assert result.rc == 2, result
     found, annotations = labels(lab, "prev-gpu-1")
-    assert ours(found) == {PREFIX + "nvidia": "true", PREFIX + "runc": "true", PREFIX + "by-hand": "true"}
+    # the prefix is ours: a label no run proved is removed, and the run names who had set it
+    assert ours(found) == {PREFIX + "nvidia": "true", PREFIX + "runc": "true"}
     assert found["team"] == "ml" and CHECKED_AT in annotations
-    assert "kept, set by another manager: %sby-hand" % PREFIX in flat(result)
+    assert "-by-hand (set by kubectl-label (Update))" in flat(result), result
     assert ours(labels(lab, "prev-gpu-2")[0]) == {PREFIX + "runc": "true"}
     managers = [m.manager for m in lab["api"].core.read_node("prev-gpu-1").metadata.managed_fields]
     assert "gpurt-runtime-gate-labels" in managers
-    # a second run: no label changes (the check time is refreshed, which is not a change)
+    # a second run: no label changes, and no write (the check time is recent)
     again = audit(lab)
     assert "labels unchanged" in flat(again) and "labels changed:" not in flat(again), again
+    assert "wrote 0 of 2 judged Node(s), 0 apiserver request(s)" in flat(again), again
     assert again.changed() == 0, again
-    lab["api"].core.patch_node("prev-gpu-1", {"metadata": {"labels": {PREFIX + "by-hand": None}}})
 
 
 # ----- prevent.yml: admission, then the selector gate --------------------------------------------------
