@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, gpurt.runtime_gate developers
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Filters verified_labels, stale_labels, label_line, label_failures (verified labels), prevent_gate,
+"""Filters verified_labels, stale_labels, label_line, label_lines, label_failures (verified labels), prevent_gate,
 admission_params and admission_mode (prevent.yml): the planning of the verified handler labels on Nodes
 (plugin_utils/_node_labels); their documentation is in the .yml file of each filter's name."""
 
@@ -33,6 +33,13 @@ def label_line(result, plan, check_mode=False):
         return _node_labels.result_line(result, plan, check_mode)
     except (KeyError, TypeError) as exc:
         raise AnsibleFilterError("label_line: not a node_labels result: %s" % exc)
+
+
+def label_lines(result, plan, check_mode=False):
+    try:
+        return _node_labels.result_lines(result, plan, check_mode)
+    except (KeyError, TypeError) as exc:
+        raise AnsibleFilterError("label_lines: not a node_labels result: %s" % exc)
 
 
 def label_failures(result):
@@ -69,5 +76,5 @@ def _mode(value):
 class FilterModule(object):
     def filters(self):
         return {"verified_labels": verified_labels, "stale_labels": stale_labels, "label_line": label_line,
-                "label_failures": label_failures,
+                "label_lines": label_lines, "label_failures": label_failures,
                 "prevent_gate": prevent_gate, "admission_params": admission_params, "admission_mode": admission_mode}

@@ -124,11 +124,26 @@ def _human(seconds):
     return "%dm" % (seconds // 60)
 
 
+def result_lines(result, plan, check_mode=False):
+    """The lines of a whole node_labels result, in one pass: one per Node (result_line), then how many
+    Nodes were written and with how many requests."""
+    result = result if isinstance(result, dict) else {}
+    planned = dict((item["name"], item) for item in plan or [])
+    lines = [_line(entry, planned.get(entry["node"], {}), check_mode) for entry in result.get("nodes") or []]
+    lines.append("%s %d of %d judged Node(s), %d apiserver request(s)" % (
+        "would write" if check_mode else "wrote", result.get("written") or 0, len(plan or []),
+        result.get("api_requests") or 0))
+    return lines
+
+
 def result_line(result, plan, check_mode=False):
     """One line per Node of a node_labels result: what its labels became, and why (the plan's source
     or reason, who had set each label removed, what could not be labeled)."""
-    planned = dict((item["name"], item) for item in plan or [])
-    item = planned.get(result["node"], {})
+    item = next((entry for entry in plan or [] if entry["name"] == result["node"]), {})
+    return _line(result, item, check_mode)
+
+
+def _line(result, item, check_mode):
     problems = list(item.get("problems") or [])
     if result["action"] == "no node":
         line = "%s: no Node object (deleted since it was listed), no label written" % result["node"]

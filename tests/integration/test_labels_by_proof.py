@@ -126,11 +126,6 @@ def audit(lab, check=False, inventory=None, **extra):
     return result
 
 
-def flat(result):
-    """The run's output with the callback's line wrapping undone."""
-    return " ".join(result.text.split())
-
-
 def labels(lab, name):
     return lab["api"].core.read_node(name).metadata.labels
 
@@ -195,8 +190,8 @@ def test_one_write_per_node_then_a_settled_run_sends_nothing(lab):
     second, requests = counted_audit(lab)
     assert second.rc == 0 and second.changed() == 0, second
     assert requests == {"LIST": 1}, requests
-    assert "wrote 0 of 3 judged Node(s), 0 apiserver request(s)" in flat(second), second
-    assert flat(second).count("labels unchanged") == 3, second
+    assert "wrote 0 of 3 judged Node(s), 0 apiserver request(s)" in second.flat, second
+    assert second.flat.count("labels unchanged") == 3, second
 
 
 def test_an_old_check_time_is_refreshed_and_a_node_no_host_judged_is_only_reported(lab):
@@ -211,12 +206,12 @@ def test_an_old_check_time_is_refreshed_and_a_node_no_host_judged_is_only_report
         result, requests = counted_audit(lab)
         assert requests.get("PATCH", 0) == 1 and requests.get("GET", 0) == 0, requests
         assert "lp-gpu-1: verified handlers nvidia, runc (confirmed by node status); labels unchanged, check time " \
-               "refreshed" in flat(result), result
+               "refreshed" in result.flat, result
         assert annotations(lab, "lp-gpu-1")[CHECKED_AT] > old
         assert result.changed() == 0, result  # the check time alone is no change
         # the Node no host covers keeps its labels (the run did not judge it), reported as stale
         assert lab["api"].core.read_node("lp-nohost").metadata.resource_version == unjudged
-        assert "lp-nohost: verified labels (%snvidia) were checked at %s" % (PREFIX, three_days) in flat(result), result
+        assert "lp-nohost: verified labels (%snvidia) were checked at %s" % (PREFIX, three_days) in result.flat, result
     finally:
         lab["api"].core.delete_node("lp-nohost")
 
@@ -228,12 +223,12 @@ def test_a_label_a_person_set_is_removed_and_the_run_names_who_set_it(lab):
     patch_label(lab, "lp-cpu-1", PREFIX + "nvidia", "true", "kubectl-label")
     checked = audit(lab, check=True)
     assert "lp-cpu-1: verified handlers runc (confirmed by node status); labels would be changed: " \
-           "-nvidia (set by kubectl-label (Update))" in flat(checked), checked
+           "-nvidia (set by kubectl-label (Update))" in checked.flat, checked
     assert ours(labels(lab, "lp-cpu-1"))[PREFIX + "nvidia"] == "true"  # check mode wrote nothing
     result = audit(lab)
     assert result.rc == 0, result
     assert "lp-cpu-1: verified handlers runc (confirmed by node status); labels changed: " \
-           "-nvidia (set by kubectl-label (Update))" in flat(result), result
+           "-nvidia (set by kubectl-label (Update))" in result.flat, result
     assert ours(labels(lab, "lp-cpu-1")) == {PREFIX + "runc": "true"}
     assert labels(lab, "lp-cpu-1")["pool"] == "cpu"  # no other label is touched
 
@@ -248,7 +243,7 @@ def test_a_label_a_second_apply_manager_co_owns_goes_when_the_handler_does(lab):
     result = audit(lab)
     assert result.rc == 2, result  # lp-gpu-2 now misses nvidia, which its class needs
     assert "lp-gpu-2: verified handlers runc (confirmed by node status); labels changed: " \
-           "-nvidia (set by gitops (Apply))" in flat(result), result
+           "-nvidia (set by gitops (Apply))" in result.flat, result
     assert ours(labels(lab, "lp-gpu-2")) == {PREFIX + "runc": "true"}
 
 
@@ -260,7 +255,7 @@ def test_a_node_that_cannot_be_labeled_fails_the_run_after_every_other_node_is_w
     patch_label(lab, "lp-gpu-2", PREFIX + "kata", "true", "kubectl-label")
     try:
         result = audit(lab)
-        text = flat(result)
+        text = result.flat
         assert result.rc == 2, result
         # that node: what it can carry, and a finding for what it cannot
         assert ours(labels(lab, "lp-cpu-1")) == {PREFIX + "runc": "true"}
@@ -293,7 +288,7 @@ def test_a_node_recreated_between_the_list_and_the_write_is_reported_and_not_lab
     result = audit(lab)
     now = lab["api"].core.read_node("lp-gpu-2").metadata
     assert now.uid != judged, "the wrapper did not re-create the Node"
-    assert "lp-gpu-2: re-created since it was judged (uid %s): not labeled" % judged in flat(result), result
+    assert "lp-gpu-2: re-created since it was judged (uid %s): not labeled" % judged in result.flat, result
     assert ours(now.labels) == {} and CHECKED_AT not in (now.annotations or {})
     assert result.rc == 2, result
     assert "TASK [Fail the run, naming each Node not labeled as proven]" in result.out, result

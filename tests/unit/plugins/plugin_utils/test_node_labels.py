@@ -142,3 +142,16 @@ def test_stale_labels():
     assert len(lines) == 2
     assert lines[0].startswith("old: verified labels (%snvidia) were checked at 2026-12-04T09:00:00Z, 1d1h ago" % P)
     assert lines[1].startswith("untimed:")
+
+
+def test_all_lines_in_one_pass_end_with_what_was_sent():
+    plan = [{"name": "n%d" % i, "handlers": ["runc"], "source": "crictl", "problems": []} for i in range(3)]
+    module = {"nodes": [result("n0", added=[P + "runc"]), result("n1", action="unchanged"),
+                        result("n2", action="refreshed")], "written": 2, "api_requests": 2}
+    lines = nl.result_lines(module, plan)
+    assert lines == ["n0: verified handlers runc (confirmed by crictl); labels changed: +runc",
+                     "n1: verified handlers runc (confirmed by crictl); labels unchanged",
+                     "n2: verified handlers runc (confirmed by crictl); labels unchanged, check time refreshed",
+                     "wrote 2 of 3 judged Node(s), 2 apiserver request(s)"]
+    assert [nl.result_line(entry, plan) for entry in module["nodes"]] == lines[:3]
+    assert nl.result_lines({}, plan, True) == ["would write 0 of 3 judged Node(s), 0 apiserver request(s)"]
