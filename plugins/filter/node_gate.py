@@ -1,9 +1,9 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, gpurt.runtime_gate developers
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Filters verified_labels, stale_labels, label_line (verified labels), prevent_gate, prevent_plan,
-admission_params and admission_mode (prevent.yml): the planning of the verified handler labels on Nodes
-(plugin_utils/_node_labels); their documentation is in the .yml file of each filter's name."""
+"""Filters verified_labels, stale_labels, label_line, label_lines, label_failures (verified labels), prevent_gate,
+prevent_plan, admission_params and admission_mode (prevent.yml): the planning of the verified handler labels on
+Nodes (plugin_utils/_node_labels); their documentation is in the .yml file of each filter's name."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -33,6 +33,17 @@ def label_line(result, plan, check_mode=False):
         return _node_labels.result_line(result, plan, check_mode)
     except (KeyError, TypeError) as exc:
         raise AnsibleFilterError("label_line: not a node_labels result: %s" % exc)
+
+
+def label_lines(result, plan, check_mode=False):
+    try:
+        return _node_labels.result_lines(result, plan, check_mode)
+    except (KeyError, TypeError) as exc:
+        raise AnsibleFilterError("label_lines: not a node_labels result: %s" % exc)
+
+
+def label_failures(result):
+    return _node_labels.failures(result)
 
 
 def prevent_gate(runtimeclasses, nodes, names=None, mode="warn", max_age="24h", namespace=None, deadline=None):
@@ -80,5 +91,6 @@ def _mode(value):
 class FilterModule(object):
     def filters(self):
         return {"verified_labels": verified_labels, "stale_labels": stale_labels, "label_line": label_line,
+                "label_lines": label_lines, "label_failures": label_failures,
                 "prevent_gate": prevent_gate, "prevent_plan": prevent_plan, "admission_params": admission_params,
                 "admission_mode": admission_mode}

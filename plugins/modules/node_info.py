@@ -142,6 +142,15 @@ nodes:
           labels (M(gpurt.runtime_gate.node_labels)), or null.
       type: str
       sample: "2026-12-05T07:40:00Z"
+    uid:
+      description: C(metadata.uid), or null. M(gpurt.runtime_gate.node_labels) pins its writes to it.
+      type: str
+    verified_label_managers:
+      description:
+        - For each label under C(runtime-gate.gpurt.io/), the field managers that set it, as C(manager (Operation))
+          from C(metadata.managedFields) (the rest of C(managedFields) is not returned).
+      type: dict
+      sample: {"runtime-gate.gpurt.io/nvidia": ["kubectl-label (Update)"]}
     source:
       description: C(cluster), or the manifest file (and document and item number) it came from.
       type: str

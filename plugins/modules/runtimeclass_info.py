@@ -148,7 +148,8 @@ nodes:
     - With O(list_nodes=true), every Node, normalized, sorted by name, with the keys
       M(gpurt.runtime_gate.node_info) returns for each (C(name), C(labels),
       C(runtime_handlers), C(runtime_handler_features), C(allocatable), C(taints), C(unschedulable),
-      C(kubelet_version), C(container_runtime_version), C(labels_checked_at), C(source), C(listed_at)).
+      C(kubelet_version), C(container_runtime_version), C(labels_checked_at), C(uid), C(verified_label_managers),
+      C(source), C(listed_at)).
   returned: success, when O(list_nodes=true)
   type: list
   elements: dict

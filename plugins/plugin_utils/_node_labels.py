@@ -6,23 +6,23 @@
 A handler is verified on a node when the loaded config has it AND the running daemon confirms it:
 `crictl info` where the CRI socket answered, else the Node's status.runtimeHandlers (which the kubelet
 read from the running containerd). With neither, nothing is verified. A node the run could not check
-earns no label, so its labels are removed: a label is a claim the last run proved."""
+earns no label, so its labels are removed: a label is a claim the last run proved. The prefix is ours:
+every label under it on a judged Node is the run's proof, whoever set it. A problem of one Node (a
+handler that cannot form a label name, two hosts claiming it) is that Node's; the others are planned."""
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import calendar
 import re
 import time
 
-from ansible_collections.gpurt.runtime_gate.plugins.module_utils._k8s.gate_names import LABEL_PREFIX, TIME_FORMAT
+from ansible_collections.gpurt.runtime_gate.plugins.module_utils._k8s.gate_names import LABEL_PREFIX
+from ansible_collections.gpurt.runtime_gate.plugins.module_utils._k8s.node_labels import age_seconds, checked_time, ours
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils._report.model import NOT_CHECKED
 
 # The name part of a label key (after the prefix): 1-63 characters, alphanumeric at both ends.
 _LABEL_NAME = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
-_AGE = re.compile(r"^\s*(\d+)\s*([smhd]?)\s*$")
-_UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
 
 
 def label_key(handler):
@@ -66,41 +66,43 @@ def verified_handlers(entry, node):
 
 
 def plan(report_nodes, cluster_nodes):
-    """The labels each Node of the run earns: [{name, host, handlers, labels, source, reason}], for
-    the hosts of the report that have a Node object. ValueError (before anything is written) naming
-    every verified handler that cannot form a label key."""
+    """The labels each Node of the run earns: [{name, host, hosts, handlers, labels, source, reason, uid,
+    current, problems}], one per Node that hosts of the report map to, sorted by name. uid and current
+    (its labels under our prefix, check time and who set each, as listed) pin the write to the Node
+    judged, with no read before it. problems: why the Node is not labeled as its proof says (a handler
+    that cannot form a label key is left out; a Node two hosts map to earns nothing): the run fails on
+    them after writing every Node."""
     if cluster_nodes is None:
         raise ValueError("gpurt_label_nodes needs the cluster's Nodes (a kubeconfig, not gpurt_runtimeclasses_src)")
     by_name = dict((n.get("name"), n) for n in cluster_nodes)
-    out, bad = [], []
+    hosts_of = {}
     for host in sorted(report_nodes or {}):
-        entry = report_nodes[host]
-        name = entry.get("node_name") or host
-        node = by_name.get(name)
-        if node is None:
-            continue  # no Node object: nothing to label (the report warns already)
-        handlers, source, reason = verified_handlers(entry, node)
-        labels = {}
-        for handler in handlers:
-            try:
-                labels[label_key(handler)] = "true"
-            except ValueError as exc:
-                bad.append("%s: %s" % (name, exc))
-        out.append(dict(name=name, host=host, handlers=handlers, labels=labels, source=source, reason=reason))
-    if bad:
-        raise ValueError("no label written: " + "; ".join(bad) + " (rename the runtime, or run without "
-                         "gpurt_label_nodes)")
+        name = report_nodes[host].get("node_name") or host
+        if name in by_name:  # no Node object: nothing to label (the report warns already)
+            hosts_of.setdefault(name, []).append(host)
+    out = []
+    for name in sorted(hosts_of):
+        node, hosts = by_name[name], hosts_of[name]
+        item = dict(name=name, host=hosts[0], hosts=hosts, handlers=[], labels={}, source=None, reason=None,
+                    problems=[])
+        if node.get("uid"):
+            item.update(uid=node["uid"], current=dict(labels=ours(node.get("labels")),
+                                                      checked_at=node.get("labels_checked_at"),
+                                                      set_by=node.get("verified_label_managers") or {}))
+        if len(hosts) > 1:
+            item["reason"] = "hosts %s all map to it" % ", ".join(hosts)
+            item["problems"].append("inventory hosts %s all map to this Node (gpurt_node_name): no one host's proof "
+                                    "is its proof, so it earns no label; map each host to its own Node"
+                                    % " and ".join(hosts))
+        else:
+            item["handlers"], item["source"], item["reason"] = verified_handlers(report_nodes[hosts[0]], node)
+            for handler in item["handlers"]:
+                try:
+                    item["labels"][label_key(handler)] = "true"
+                except ValueError as exc:
+                    item["problems"].append("not labeled for a verified runtime: %s" % exc)
+        out.append(item)
     return out
-
-
-def age_seconds(value, variable="gpurt_label_max_age"):
-    """'24h', '90m', '2d', '3600' or an int: seconds. ValueError naming the variable otherwise."""
-    if isinstance(value, bool):
-        raise ValueError("%s must be a duration such as 24h, 90m or 2d (got %r)" % (variable, value))
-    match = _AGE.match(str(value))
-    if not match or int(match.group(1)) <= 0:
-        raise ValueError("%s must be a positive duration such as 24h, 90m or 2d (got %r)" % (variable, value))
-    return int(match.group(1)) * _UNITS[match.group(2)]
 
 
 def stale(cluster_nodes, max_age, now=None):
@@ -114,10 +116,7 @@ def stale(cluster_nodes, max_age, now=None):
         if not keys:
             continue
         checked = node.get("labels_checked_at")
-        try:
-            at = calendar.timegm(time.strptime(checked, TIME_FORMAT)) if checked else None
-        except (TypeError, ValueError):
-            at = None
+        at = checked_time(checked)
         if at is None:
             lines.append("%s: verified labels (%s) carry no readable check time (%r)" % (
                 node.get("name"), ", ".join(keys), checked))
@@ -137,22 +136,56 @@ def _human(seconds):
     return "%dm" % (seconds // 60)
 
 
+def result_lines(result, plan, check_mode=False):
+    """The lines of a whole node_labels result, in one pass: one per Node (result_line), then how many
+    Nodes were written and with how many requests."""
+    result = result if isinstance(result, dict) else {}
+    planned = dict((item["name"], item) for item in plan or [])
+    lines = [_line(entry, planned.get(entry["node"], {}), check_mode) for entry in result.get("nodes") or []]
+    lines.append("%s %d of %d judged Node(s), %d apiserver request(s)" % (
+        "would write" if check_mode else "wrote", result.get("written") or 0, len(plan or []),
+        result.get("api_requests") or 0))
+    return lines
+
+
 def result_line(result, plan, check_mode=False):
     """One line per Node of a node_labels result: what its labels became, and why (the plan's source
-    or reason)."""
-    planned = dict((item["name"], item) for item in plan or [])
-    item = planned.get(result["node"], {})
-    verb = "would be" if check_mode else ""
+    or reason, who had set each label removed, what could not be labeled)."""
+    item = next((entry for entry in plan or [] if entry["name"] == result["node"]), {})
+    return _line(result, item, check_mode)
+
+
+def _line(result, item, check_mode):
+    problems = list(item.get("problems") or [])
     if result["action"] == "no node":
-        return "%s: no Node object, no label written" % result["node"]
-    handlers = ", ".join(item.get("handlers") or []) or "none"
-    why = ("confirmed by %s" % item["source"]) if item.get("source") else (item.get("reason") or "")
-    changes = ["+" + handler_of(k) for k in result["added"]] + ["-" + handler_of(k) for k in result["removed"]]
-    line = "%s: verified handlers %s (%s)" % (result["node"], handlers, why)
-    if changes:
-        line += "; labels %s%s %s" % (verb, " changed:" if verb else "changed:", " ".join(changes))
+        line = "%s: no Node object (deleted since it was listed), no label written" % result["node"]
+    elif result["action"] in ("recreated", "failed"):
+        line = "%s: %s" % (result["node"], result.get("problem"))
     else:
-        line += "; labels unchanged"
-    if result.get("kept_by_others"):
-        line += "; kept, set by another manager: %s" % ", ".join(result["kept_by_others"])
-    return line
+        handlers = ", ".join(item.get("handlers") or []) or "none"
+        why = ("confirmed by %s" % item["source"]) if item.get("source") else (item.get("reason") or "")
+        set_by = result.get("set_by") or {}
+        changes = ["+" + handler_of(k) for k in result["added"]] + [
+            "-" + handler_of(k) + (" (set by %s)" % ", ".join(set_by[k]) if set_by.get(k) else "")
+            for k in result["removed"]]
+        line = "%s: verified handlers %s (%s)" % (result["node"], handlers, why)
+        if changes:
+            line += "; labels %s %s" % ("would be changed:" if check_mode else "changed:", " ".join(changes))
+        else:
+            line += "; labels unchanged"
+            if result["action"] == "refreshed":
+                line += ", check time %s" % ("would be refreshed" if check_mode else "refreshed")
+    return "; ".join([line] + problems)
+
+
+def failures(result):
+    """The lines that fail the run, from node_labels' registered result (failed or not): each Node not
+    labeled as proven (the plan's problems, which the module reports, and its own), why it stopped, or
+    why it failed before writing. Empty when every judged Node carries its proof."""
+    result = result if isinstance(result, dict) else {}
+    lines = list(result.get("problems") or [])
+    if result.get("stopped"):
+        lines.append("labeling " + result["stopped"])
+    elif result.get("msg") and not lines:
+        lines.append("labeling failed: %s" % result["msg"])
+    return lines

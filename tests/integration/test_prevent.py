@@ -3,8 +3,9 @@ module's own (tests/lib/real_cluster.py), with local nodes whose configs a real 
 
 - audit.yml with gpurt_label_nodes labels each judged Node runtime-gate.gpurt.io/<handler>=true for the
   handlers its loaded config has AND its running daemon confirms (here the Node's status.runtimeHandlers,
-  as the kubelet reports them: no CRI socket answers), by server-side apply under its own field
-  manager; check mode writes none; other labels are kept; a handler gone takes its label with it.
+  as the kubelet reports them: no CRI socket answers), by a patch under its own field
+  manager; check mode writes none; other labels are kept; a handler gone takes its label with it, and so
+  does a label under the prefix that no run proved (tests/integration/test_labels_by_proof.py has the rest).
 """
 import json
 import os
@@ -76,11 +77,6 @@ def audit(lab, check=False, **extra):
     return result
 
 
-def flat(result):
-    """The run's output with the callback's line wrapping undone."""
-    return " ".join(result.text.split())
-
-
 def labels(lab, name):
     metadata = lab["api"].core.read_node(name).metadata
     return metadata.labels, metadata.annotations or {}
@@ -95,9 +91,9 @@ def test_check_mode_shows_the_labels_and_writes_none(lab):
     # prev-gpu-2 lacks nvidia, which the (still unselective) RuntimeClass can land on: the audit fails
     assert result.rc == 2, result
     assert "prev-gpu-1: verified handlers nvidia, runc (confirmed by node status); labels would be changed: " \
-           "+nvidia +runc" in flat(result), result
+           "+nvidia +runc" in result.flat, result
     assert "prev-gpu-2: verified handlers runc (confirmed by node status); labels would be changed: +runc" \
-           in flat(result), result
+           in result.flat, result
     for name in LOADED:
         found, annotations = labels(lab, name)
         assert ours(found) == {} and CHECKED_AT not in annotations
@@ -105,21 +101,23 @@ def test_check_mode_shows_the_labels_and_writes_none(lab):
 
 
 def test_labels_follow_what_is_verified(lab):
-    lab["api"].core.patch_node("prev-gpu-1", {"metadata": {"labels": {PREFIX + "by-hand": "true"}}})
+    lab["api"].core.patch_node("prev-gpu-1", {"metadata": {"labels": {PREFIX + "by-hand": "true"}}},
+                               field_manager="kubectl-label")
     result = audit(lab)
     assert result.rc == 2, result
     found, annotations = labels(lab, "prev-gpu-1")
-    assert ours(found) == {PREFIX + "nvidia": "true", PREFIX + "runc": "true", PREFIX + "by-hand": "true"}
+    # the prefix is ours: a label no run proved is removed, and the run names who had set it
+    assert ours(found) == {PREFIX + "nvidia": "true", PREFIX + "runc": "true"}
     assert found["team"] == "ml" and CHECKED_AT in annotations
-    assert "kept, set by another manager: %sby-hand" % PREFIX in flat(result)
+    assert "-by-hand (set by kubectl-label (Update))" in result.flat, result
     assert ours(labels(lab, "prev-gpu-2")[0]) == {PREFIX + "runc": "true"}
     managers = [m.manager for m in lab["api"].core.read_node("prev-gpu-1").metadata.managed_fields]
     assert "gpurt-runtime-gate-labels" in managers
-    # a second run: no label changes (the check time is refreshed, which is not a change)
+    # a second run: no label changes, and no write (the check time is recent)
     again = audit(lab)
-    assert "labels unchanged" in flat(again) and "labels changed:" not in flat(again), again
+    assert "labels unchanged" in again.flat and "labels changed:" not in again.flat, again
+    assert "wrote 0 of 2 judged Node(s), 0 apiserver request(s)" in again.flat, again
     assert again.changed() == 0, again
-    lab["api"].core.patch_node("prev-gpu-1", {"metadata": {"labels": {PREFIX + "by-hand": None}}})
 
 
 # ----- prevent.yml: admission, then the selector gate --------------------------------------------------
@@ -193,7 +191,7 @@ def test_a_missing_configmap_admits(lab):
 def test_selector_gate_places_pods_only_on_verified_nodes(lab):
     checked = prevent(lab, check=True)
     assert checked.rc == 0, checked
-    assert "nvidia: nodeSelector {%snvidia=true}; 1 Node(s) match: prev-gpu-1" % PREFIX in flat(checked), checked
+    assert "nvidia: nodeSelector {%snvidia=true}; 1 Node(s) match: prev-gpu-1" % PREFIX in checked.flat, checked
     assert lab["api"].node_k8s.read_runtime_class("nvidia").scheduling is None
     result = prevent(lab)
     assert result.rc == 0, result
@@ -239,7 +237,7 @@ def test_the_labeler_identity_labels_and_may_do_nothing_more(lab):
     lab["api"].core.patch_node("prev-gpu-2", {"metadata": {"labels": {PREFIX + "runc": None}}})
     result = audit(lab, gpurt_kubeconfig=kubeconfig)
     assert "403" not in result.text, result
-    assert "prev-gpu-2: verified handlers runc (confirmed by node status); labels changed: +runc" in flat(result), result
+    assert "prev-gpu-2: verified handlers runc (confirmed by node status); labels changed: +runc" in result.flat, result
     user = "system:serviceaccount:gpurt-runtime-gate:runtime-gate-labeler"
     allowed = [("get", "nodes", ""), ("list", "nodes", ""), ("patch", "nodes", ""),
                ("get", "runtimeclasses", "node.k8s.io"), ("list", "runtimeclasses", "node.k8s.io")]
@@ -261,9 +259,9 @@ def test_a_selector_another_manager_owns_is_refused_and_nothing_is_written(lab):
         assert exc.status == 404
     result = prevent(lab, gpurt_gate_runtimeclasses=["owned"])
     assert result.rc == 2, result
-    assert "nothing was written: RuntimeClass owned: not written" in flat(result), result
-    assert "nodeSelector (conflict with" in flat(result) and "OpenAPI-Generator" in flat(result), result
-    assert "gpurt_gate_force=true" in flat(result), result
+    assert "nothing was written: RuntimeClass owned: not written" in result.flat, result
+    assert "nodeSelector (conflict with" in result.flat and "OpenAPI-Generator" in result.flat, result
+    assert "gpurt_gate_force=true" in result.flat, result
     assert "Traceback" not in result.text
     assert lab["api"].node_k8s.read_runtime_class("owned").scheduling.node_selector == {"team": "ml"}
     with pytest.raises(ApiException) as info:
@@ -279,6 +277,6 @@ def test_a_selector_another_manager_owns_is_refused_and_nothing_is_written(lab):
 def test_no_node_would_match_is_refused_before_any_write(lab):
     result = prevent(lab, gpurt_gate_runtimeclasses=["nvidia-nowhere", "nvidia"])
     assert result.rc == 2, result
-    assert "nothing was written" in flat(result) and "nvidia-nowhere: no such RuntimeClass" in flat(result)
+    assert "nothing was written" in result.flat and "nvidia-nowhere: no such RuntimeClass" in result.flat
     # nvidia is gated already, but its runtime is gone from every Node: all its pods would stay Pending
-    assert "nvidia: no Node would match nodeSelector {%snvidia=true}" % PREFIX in flat(result)
+    assert "nvidia: no Node would match nodeSelector {%snvidia=true}" % PREFIX in result.flat

@@ -250,10 +250,10 @@ def test_every_module_ran(results):
     written = results["register_runtimes"][0]
     assert written["changed"] is True and "nvidia" in written["loaded_after"]["runtime_names"], written
     labels = results["node_labels"][0]
-    # "refreshed" when a cluster kept from an earlier run (GPURT_DEV_CLUSTER) has the label already
+    # "unchanged" when a cluster kept from an earlier run (GPURT_DEV_CLUSTER) has the label already
     assert [(n["node"], n["action"]) for n in labels["nodes"]] in (
         [("rdocs-node-a", "labeled"), ("rdocs-node-gone", "no node")],
-        [("rdocs-node-a", "refreshed"), ("rdocs-node-gone", "no node")]), labels
+        [("rdocs-node-a", "unchanged"), ("rdocs-node-gone", "no node")]), labels
     gate = results["admission_policy"][0]
     assert gate["changed"] is True and sorted(o["kind"] for o in gate["objects"]) == [
         "ConfigMap", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"], gate

@@ -26,6 +26,11 @@ class Run(object):
     def text(self):
         return self.out + self.err
 
+    @property
+    def flat(self):
+        """The run's output with the callback's line wrapping undone."""
+        return " ".join(self.text.split())
+
     def changed(self):
         return sum(h["changed"] for h in self.recap.values())
 

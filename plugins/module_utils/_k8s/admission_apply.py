@@ -219,8 +219,8 @@ class _Writer(object):
         if binary:
             body["binaryData"] = binary
         try:
-            return self.session.merge_patch("configmaps", PARAMS_CONFIGMAP, body, self.manager, dry_run=dry_run,
-                                            namespace=self.namespace)
+            patched = self.session.merge_patch("configmaps", PARAMS_CONFIGMAP, body, self.manager, dry_run=dry_run,
+                                               namespace=self.namespace)
         except kube.KubeError as exc:
             if exc.status == 409:
                 raise self.session.error(
@@ -228,6 +228,11 @@ class _Writer(object):
                     "run again" % (self.namespace, PARAMS_CONFIGMAP, ", ".join(f["key"] for f in foreign)),
                     status=409, resource="configmaps")
             raise
+        if patched is None:
+            raise self.session.error("the parameter ConfigMap %s/%s was deleted while this run removed the keys no "
+                                     "label proves: run again" % (self.namespace, PARAMS_CONFIGMAP),
+                                     resource="configmaps")
+        return patched
 
 
 def probe_handler(params_data):

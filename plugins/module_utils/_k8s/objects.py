@@ -20,7 +20,7 @@ import os
 
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _host_paths as host_paths
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils._value_types import type_name
-from ansible_collections.gpurt.runtime_gate.plugins.module_utils._k8s.gate_names import CHECKED_AT
+from ansible_collections.gpurt.runtime_gate.plugins.module_utils._k8s.gate_names import CHECKED_AT, LABEL_PREFIX
 
 try:
     import yaml
@@ -112,7 +112,9 @@ def normalize_runtimeclass(obj, source):
 def normalize_node(obj, source=None):
     """A Node object (dict) as {name, labels, runtime_handlers, runtime_handler_features,
     allocatable, taints, unschedulable, kubelet_version, container_runtime_version, labels_checked_at,
-    source}. labels_checked_at: the runtime-gate.gpurt.io/checked-at annotation (verified labels).
+    uid, verified_label_managers, source}. labels_checked_at: the runtime-gate.gpurt.io/checked-at
+    annotation (verified labels); uid: metadata.uid, which pins a write to the object judged;
+    verified_label_managers: who set each label under runtime-gate.gpurt.io/ (verified_label_managers()).
 
     runtime_handlers is the sorted list of named handlers in status.runtimeHandlers, without
     the "" entry (the default runtime, which no RuntimeClass can name); None when the status
@@ -147,8 +149,28 @@ def normalize_node(obj, source=None):
         "kubelet_version": node_info.get("kubeletVersion"),
         "container_runtime_version": node_info.get("containerRuntimeVersion"),
         "labels_checked_at": _mapping(metadata.get("annotations")).get(CHECKED_AT),
+        "uid": metadata.get("uid") if isinstance(metadata.get("uid"), str) else None,
+        "verified_label_managers": verified_label_managers(metadata),
         "source": source,
     }
+
+
+def verified_label_managers(metadata):
+    """{label key: ["manager (Operation)", ...]} for each label under runtime-gate.gpurt.io/ that an
+    entry of metadata.managedFields owns: who set it, by name, without the rest of managedFields."""
+    out = {}
+    entries = metadata.get("managedFields") if isinstance(metadata, dict) else None
+    for entry in entries if isinstance(entries, list) else []:
+        if not isinstance(entry, dict):
+            continue
+        labels = _mapping(_mapping(_mapping(entry.get("fieldsV1")).get("f:metadata")).get("f:labels"))
+        who = "%s (%s)" % (entry.get("manager") or "unnamed manager", entry.get("operation") or "unknown operation")
+        for field in labels:
+            if isinstance(field, str) and field.startswith("f:" + LABEL_PREFIX):
+                managers = out.setdefault(field[2:], [])
+                if who not in managers:
+                    managers.append(who)
+    return out
 
 
 _NORMALIZERS = {"RuntimeClass": normalize_runtimeclass, "Node": normalize_node}

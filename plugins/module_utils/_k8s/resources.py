@@ -2,7 +2,7 @@
 # Copyright: (c) 2026, gpurt.runtime_gate developers
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The resources the collection reads and writes (RuntimeClasses, Nodes) and what it does with them
-through a session: list every page, get, server-side apply, create, delete."""
+through a session: list every page, get, server-side apply, merge patch, create, delete."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -49,7 +49,7 @@ WRITE_HINTS = {
     "validatingadmissionpolicybindings": READ_HINTS["validatingadmissionpolicybindings"] + ", and create",
 }
 APPLY_CONTENT_TYPE = "application/apply-patch+yaml"
-MERGE_CONTENT_TYPE = "application/merge-patch+json"
+MERGE_PATCH_CONTENT_TYPE = "application/merge-patch+json"
 
 
 class ResourceOperations(object):
@@ -120,14 +120,24 @@ class ResourceOperations(object):
                             body=body, content_type=APPLY_CONTENT_TYPE, name=name)[1]
 
     def merge_patch(self, resource, name, body, field_manager, dry_run=False, namespace=None):
-        """A JSON merge patch (null removes a key). With metadata.resourceVersion in body it applies only to
-        that version of the object (409 otherwise). The object as stored (or, with dry_run, as it would be)."""
+        """JSON merge patch (RFC 7386) of body as field_manager: a null removes a key whoever set it.
+        The object as stored (or, with dry_run, as it would be), or None when it does not exist (a
+        merge patch never creates). A metadata.uid in body pins the write to that object: the apiserver
+        refuses to change a uid (422, cause field metadata.uid); a metadata.resourceVersion pins it to that
+        version (409 otherwise)."""
         query = [("fieldManager", field_manager)]
         if dry_run:
             query.append(("dryRun", "All"))
-        return self.request("PATCH", self._object_path(resource, name, namespace), "patching %s %s"
-                            % (_singular(resource), name), "patch", resource, query=query, body=body,
-                            content_type=MERGE_CONTENT_TYPE, name=name)[1]
+        doing = "patching %s %s" % (_singular(resource), name)
+        status, obj, attempts = self.request("PATCH", self._object_path(resource, name, namespace), doing, "patch",
+                                             resource, query=query, body=body, content_type=MERGE_PATCH_CONTENT_TYPE,
+                                             accept=(404,), name=name)
+        if status == 404:
+            details = obj.get("details") if isinstance(obj.get("details"), dict) else {}
+            if details.get("name") != name:
+                raise self._status_error(404, json.dumps(obj).encode(), doing, "patch", resource, name, attempts)
+            return None
+        return obj
 
     def create(self, resource, body, field_manager, dry_run=False):
         """POST of a new object; None when a retry of it met the object its first attempt made."""

@@ -140,8 +140,21 @@ def test_node_with_only_a_name_gets_empty_defaults():
     assert item == {
         "name": "bare", "labels": {}, "runtime_handlers": None, "runtime_handler_features": None,
         "allocatable": {}, "taints": [], "unschedulable": False, "kubelet_version": None,
-        "container_runtime_version": None, "labels_checked_at": None, "source": None,
+        "container_runtime_version": None, "labels_checked_at": None, "uid": None, "verified_label_managers": {},
+        "source": None,
     }
+
+
+def test_node_names_who_set_each_label_under_our_prefix_and_nothing_else_of_managed_fields():
+    labels = {"f:runtime-gate.gpurt.io/nvidia": {}, "f:team": {}}
+    managed = [{"manager": "kubectl-label", "operation": "Update", "fieldsV1": {"f:metadata": {"f:labels": labels}}},
+               {"manager": "argocd", "operation": "Apply",
+                "fieldsV1": {"f:metadata": {"f:labels": {"f:runtime-gate.gpurt.io/nvidia": {}}}}},
+               {"manager": "kubelet", "operation": "Update", "fieldsV1": {"f:status": {}}}, "junk"]
+    item = rc.normalize_node({"metadata": {"name": "n", "uid": "u-1", "managedFields": managed}})
+    assert item["uid"] == "u-1"
+    assert item["verified_label_managers"] == {
+        "runtime-gate.gpurt.io/nvidia": ["kubectl-label (Update)", "argocd (Apply)"]}
 
 
 def test_node_without_name_is_invalid():

@@ -56,12 +56,67 @@ def test_hosts_without_a_node_object_are_left_out():
 
 
 @pytest.mark.parametrize("handler", ["a" * 64, "-x", "x_", "nvidia/cdi", "", "gpu runtime"])
-def test_a_handler_that_cannot_form_a_label_key_fails_the_whole_plan(handler):
+def test_a_handler_that_cannot_form_a_label_key_is_a_problem_of_its_node_only(handler):
     report = {"good": entry(["runc"], {"source": "crictl", "runtimes": ["runc"]}, node_name="n0"),
               "bad": entry(["runc", handler], {"source": "crictl", "runtimes": ["runc", handler]}, node_name="n1")}
-    with pytest.raises(ValueError) as info:
-        nl.plan(report, [{"name": "n0"}, {"name": "n1"}])
-    assert "no label written" in str(info.value) and repr(handler) in str(info.value)
+    good, bad = nl.plan(report, [{"name": "n0"}, {"name": "n1"}])
+    assert good["labels"] == {P + "runc": "true"} and good["problems"] == []
+    # the bad node keeps what it can carry, and says what it cannot
+    assert bad["labels"] == {P + "runc": "true"} and bad["handlers"] == sorted(["runc", handler])
+    (problem,) = bad["problems"]
+    assert "not labeled for a verified runtime" in problem and repr(handler) in problem
+    assert nl.failures({"problems": ["n1: " + problem]}) == ["n1: " + problem]
+
+
+def test_two_hosts_mapped_to_one_node_earn_it_nothing_and_are_named():
+    report = {"a": entry(["nvidia"], {"source": "crictl", "runtimes": ["nvidia"]}, node_name="n1"),
+              "b": entry(["runc"], {"source": "crictl", "runtimes": ["runc"]}, node_name="n1"),
+              "c": entry(["runc"], {"source": "crictl", "runtimes": ["runc"]}, node_name="n2")}
+    shared, alone = nl.plan(report, [{"name": "n1"}, {"name": "n2"}])
+    assert shared["labels"] == {} and shared["hosts"] == ["a", "b"]
+    assert "inventory hosts a and b all map to this Node (gpurt_node_name)" in shared["problems"][0]
+    assert alone["labels"] == {P + "runc": "true"} and alone["problems"] == []
+
+
+def test_the_plan_carries_the_listed_state_that_pins_the_write():
+    node = {"name": "n1", "uid": "u1", "labels": {P + "nvidia": "true", "team": "ml"},
+            "labels_checked_at": "2026-12-05T09:00:00Z",
+            "verified_label_managers": {P + "nvidia": ["kubectl-label (Update)"]}}
+    (item,) = nl.plan({"h": entry(["runc"], {"source": "crictl", "runtimes": ["runc"]}, node_name="n1")}, [node])
+    assert item["uid"] == "u1"
+    assert item["current"] == {"labels": {P + "nvidia": "true"}, "checked_at": "2026-12-05T09:00:00Z",
+                               "set_by": {P + "nvidia": ["kubectl-label (Update)"]}}
+    # without a uid (nodes not from a cluster) the writer reads the Node itself
+    (bare,) = nl.plan({"h": entry(["runc"], node_name="n1")}, [{"name": "n1"}])
+    assert "uid" not in bare and "current" not in bare
+
+
+def result(node="n1", action="labeled", added=(), removed=(), set_by=None, problem=None):
+    return {"node": node, "action": action, "added": list(added), "removed": list(removed), "set_by": set_by or {},
+            "problem": problem}
+
+
+def test_lines_name_who_set_a_removed_label():
+    plan = [{"name": "n1", "handlers": ["runc"], "source": "node status", "problems": []}]
+    line = nl.result_line(result(added=[P + "runc"], removed=[P + "nvidia"],
+                                 set_by={P + "nvidia": ["kubectl-label (Update)"]}), plan)
+    assert line == ("n1: verified handlers runc (confirmed by node status); labels changed: +runc "
+                    "-nvidia (set by kubectl-label (Update))")
+    assert "labels would be changed: +runc" in nl.result_line(result(added=[P + "runc"]), plan, True)
+    assert nl.result_line(result(action="unchanged"), plan).endswith("; labels unchanged")
+    assert nl.result_line(result(action="refreshed"), plan).endswith("; labels unchanged, check time refreshed")
+
+
+def test_lines_and_failures_of_nodes_not_labeled_as_proven():
+    recreated = result(action="recreated", problem="re-created since it was judged (uid u1): not labeled")
+    assert nl.result_line(recreated, []) == "n1: re-created since it was judged (uid u1): not labeled"
+    module = {"failed": False, "msg": "1 Node(s) not labeled", "problems": ["n1: re-created since it was judged"]}
+    assert nl.failures(module) == ["n1: re-created since it was judged"]
+    stopped = {"msg": "stopped ...", "problems": [], "stopped": "stopped after 1 of 2 Node(s): 403; not written: n2"}
+    assert nl.failures(stopped) == ["labeling stopped after 1 of 2 Node(s): 403; not written: n2"]
+    assert nl.failures({"msg": "max_age must be a positive duration", "problems": []}) == [
+        "labeling failed: max_age must be a positive duration"]
+    assert nl.failures({"changed": False, "nodes": [], "problems": []}) == []
 
 
 @pytest.mark.parametrize("handler", ["nvidia", "nvidia-cdi", "kata.qemu", "runsc_v2", "a" * 63])
@@ -95,3 +150,16 @@ def test_stale_labels():
     assert len(lines) == 2
     assert lines[0].startswith("old: verified labels (%snvidia) were checked at 2026-12-04T09:00:00Z, 1d1h ago" % P)
     assert lines[1].startswith("untimed:")
+
+
+def test_all_lines_in_one_pass_end_with_what_was_sent():
+    plan = [{"name": "n%d" % i, "handlers": ["runc"], "source": "crictl", "problems": []} for i in range(3)]
+    module = {"nodes": [result("n0", added=[P + "runc"]), result("n1", action="unchanged"),
+                        result("n2", action="refreshed")], "written": 2, "api_requests": 2}
+    lines = nl.result_lines(module, plan)
+    assert lines == ["n0: verified handlers runc (confirmed by crictl); labels changed: +runc",
+                     "n1: verified handlers runc (confirmed by crictl); labels unchanged",
+                     "n2: verified handlers runc (confirmed by crictl); labels unchanged, check time refreshed",
+                     "wrote 2 of 3 judged Node(s), 2 apiserver request(s)"]
+    assert [nl.result_line(entry, plan) for entry in module["nodes"]] == lines[:3]
+    assert nl.result_lines({}, plan, True) == ["would write 0 of 3 judged Node(s), 0 apiserver request(s)"]
