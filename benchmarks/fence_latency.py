@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """How fast the gate between runs acts (issue 33): with the real ansible-rulebook running the collection's
 rulebook and event source against a real kube-apiserver (tests/lib/real_cluster.py), on two local nodes
 whose configs a real containerd loads, EVENTS times:
@@ -60,7 +59,7 @@ def wait_label(api, want, timeout):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
     parser.add_argument("--events", type=int, default=20)
     parser.add_argument("--settle", type=float, default=10.0, help="gpurt_watch_settle (default 10, the default)")
     parser.add_argument("--workdir")
@@ -105,8 +104,9 @@ def main():
         print("| latency | median | p95 | goal (p95) | met |")
         print("|---|---|---|---|---|")
         for name, values in (("fence", fence), ("re-label", relabel)):
-            print("| %s | %.2f s | %.2f s | %.0f s | %s |" % (name, statistics.median(values), p95(values), GOALS[name],
-                                                          "yes" if p95(values) <= GOALS[name] else "NO"))
+            met = "yes" if p95(values) <= GOALS[name] else "NO"
+            print("| %s | %.2f s | %.2f s | %.0f s | %s |" % (name, statistics.median(values), p95(values),
+                                                          GOALS[name], met))
         print("\n%d events, settle %.0f s, %d cores, workdir %s" % (args.events, args.settle, os.cpu_count(), workdir))
         return 0
     finally:

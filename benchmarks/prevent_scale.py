@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """What prevent.yml costs at fleet size: a real control plane (tests/lib/real_cluster.py) with N Nodes carrying
 L labels each (cloud, NFD, GPU feature discovery, as GPU nodes do) and the verified labels of a recent labeling
 run, a few RuntimeClasses; prevent.yml runs twice (the second changes nothing). Prints, per run, the seconds,
@@ -72,7 +71,7 @@ def run(bench, kubeconfig, mode, label):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
     parser.add_argument("--nodes", type=int, default=5000)
     parser.add_argument("--labels", type=int, default=50)
     parser.add_argument("--mode", default="deny", choices=["warn", "deny"])

@@ -166,7 +166,7 @@ def _why_no_node(handler, merged, verified, stale_by_handler):
     if where:
         text = "handler '%s' is verified on %s, none of which has the class's other labels %s" % (
             handler, _names(where), _selector_text(dict((k, v) for k, v in merged.items()
-                                                         if k != LABEL_PREFIX + handler)))
+                                                        if k != LABEL_PREFIX + handler)))
     else:
         text = "handler '%s' is verified on no Node" % handler
     if stale_by_handler.get(handler):

@@ -134,7 +134,7 @@ def audited(lab):
     manifests = base / "runtimeclasses"
     manifests.mkdir()
     (manifests / "nvidia.yaml").write_text(
-        "apiVersion: node.k8s.io/v1\nkind: RuntimeClass\nmetadata: {name: nvidia}\n" "handler: nvidia\n"
+        "apiVersion: node.k8s.io/v1\nkind: RuntimeClass\nmetadata: {name: nvidia}\nhandler: nvidia\n"
     )
     run = ansible_run.playbook(
         AUDIT,

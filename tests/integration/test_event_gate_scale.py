@@ -4,7 +4,6 @@ gpurt_watch_max_concurrent re-audits at a time, and every Node is re-proved. 24 
 hosts whose containerd (a real one, wrapped to log when each call starts and ends) the re-audits run; the
 others map to no host: they are fenced, named, and never re-audited against another host.
 """
-import os
 import re
 import time
 

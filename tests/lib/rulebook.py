@@ -63,8 +63,8 @@ class Rulebook(object):
                 raise AssertionError("ansible-rulebook exited with %s before %r appeared:\n%s" % (
                     self.proc.returncode, pattern, self.log()[-6000:]))
             time.sleep(0.2)
-        raise AssertionError("%r did not appear %d time(s) within %d s:\n%s" % (pattern, count, timeout,
-                                                                               self.log()[-6000:]))
+        raise AssertionError("%r did not appear %d time(s) within %d s:\n%s" % (
+            pattern, count, timeout, self.log()[-6000:]))
 
     def stop(self, timeout=20):
         if self.proc is None or self.proc.poll() is not None:

@@ -46,7 +46,7 @@ def unproved(proof, after):
             "Make `crictl info` answer on the node (install crictl, or set containerd_runtime_crictl_bin / "
             "containerd_runtime_cri_endpoint), or set containerd_runtime_restart_proof=config where no daemon can "
             "be asked." % (running.get("crictl_error") or running.get("error") or "no running view",
-                          ", ".join(r["name"] for r in proof["runtimes"]) or "its runtimes"))
+                           ", ".join(r["name"] for r in proof["runtimes"]) or "its runtimes"))
 
 
 def missing_after_restart(proof, after, loaded):

@@ -93,7 +93,7 @@ def test_dockers_file_on_21_is_an_error_naming_the_file_and_key():
 
 
 def test_a_bare_dump_still_names_the_key():
-    out, ran, _ = checks.check_node("n1", {"loaded": parse_gathered.summarize_dump(DUMP_21)}, [], {})
+    out, _ran, _skipped = checks.check_node("n1", {"loaded": parse_gathered.summarize_dump(DUMP_21)}, [], {})
     (item,) = [f for f in out if f["check"] == "cri_plugin_disabled"]
     assert "the loaded config sets disabled_plugins = [\"io.containerd.grpc.v1.cri\"]" in item["message"]
 

@@ -1110,8 +1110,8 @@ class TestCheckNode(object):
 
     def test_a_bare_dump_skips_what_it_cannot_show(self):
         _out, ran, skipped = checks.check_node("n1", {"loaded": loaded()}, [rc("nvidia")], {})
-        assert sorted(ran) == ["cdi_disabled", "config_refused", "cri_plugin_disabled", "default_runtime_blast_radius",
-                              "missing_handler"]
+        assert sorted(ran) == ["cdi_disabled", "config_refused", "cri_plugin_disabled",
+                               "default_runtime_blast_radius", "missing_handler"]
         assert skipped["orphan_dropin"] == "the node reported no files (a bare dump has no files)"
         assert skipped["cgroup_driver"] == "the node reported no kubelet config"
 

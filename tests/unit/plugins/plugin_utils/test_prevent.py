@@ -152,7 +152,7 @@ def test_the_policy_judges_compact_params_as_it_would_judge_the_nodes(seed):
     rng = random.Random(seed)
     values = {"nvidia.com/gpu.product": ["A100", "H100", "L4", "T4", "V100"], "pool": ["serve", "train", "x"],
               "topology.kubernetes.io/zone": ["a", "b", "c"], P + "kata": ["true", "false"]}
-    for _ in range(300):
+    for _round in range(300):
         handler = rng.choice(["nvidia", "kata", "runc", "nvidai"])
         selector = dict((k, rng.choice(v)) for k, v in values.items() if rng.random() < 0.5)
         truth = any(n["labels"].get(P + handler) == "true" and all(n["labels"].get(k) == v for k, v in selector.items())
