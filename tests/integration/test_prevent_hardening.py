@@ -19,7 +19,7 @@ import pytest
 from kubernetes import client, utils
 from kubernetes.client.rest import ApiException
 
-from tests.integration.test_prevent import create_runtimeclass, flat, prevent, until
+from tests.integration.test_prevent import create_runtimeclass, prevent, until
 from tests.lib import ansible_run
 from tests.lib.cluster_objects import Api
 from tests.lib.real_cluster import write_kubeconfig
@@ -74,7 +74,7 @@ def params(lab):
 def test_stale_labels_are_not_proof(lab):
     checked = prevent(lab, check=True, gpurt_admission_mode="deny", gpurt_gate_runtimeclasses=GATED)
     assert checked.rc == 0, checked
-    text = flat(checked)
+    text = checked.flat
     assert ("h-old-1: not counted as verified: its labels (nvidia, runc) were checked at %s" % OLD) in text, checked
     assert "longer than gpurt_label_max_age 24h" in text
     assert "nvidia: nodeSelector {%snvidia=true}; 1 Node(s) match: h-gpu-1" % PREFIX in text, checked
@@ -88,16 +88,16 @@ def test_stale_labels_are_not_proof(lab):
     assert refused.rc == 2, refused
     assert ("nvidia-old: no Node would match nodeSelector {%snvidia=true, zone=old}, so every pod of the class would "
             "stay Pending: handler 'nvidia' is verified on h-gpu-1, none of which has the class's other labels "
-            "{zone=old} (stale labels, not counted: h-old-1)" % PREFIX) in flat(refused), refused
+            "{zone=old} (stale labels, not counted: h-old-1)" % PREFIX) in refused.flat, refused
     # a longer gpurt_label_max_age counts it again
     longer = prevent(lab, check=True, gpurt_label_max_age="4d", gpurt_gate_runtimeclasses=GATED)
-    assert "nvidia: nodeSelector {%snvidia=true}; 2 Node(s) match: h-gpu-1, h-old-1" % PREFIX in flat(longer), longer
+    assert "nvidia: nodeSelector {%snvidia=true}; 2 Node(s) match: h-gpu-1, h-old-1" % PREFIX in longer.flat, longer
 
 
 def test_the_policy_judges_selectors_on_the_compact_parameters(lab):
     result = prevent(lab, gpurt_admission_mode="deny", gpurt_gate_runtimeclasses=[])
     assert result.rc == 0, result
-    assert "proven: a RuntimeClass with a handler no Node loads is refused" in flat(result), result
+    assert "proven: a RuntimeClass with a handler no Node loads is refused" in result.flat, result
     data = params(lab)
     assert data["keys"] == ",".join([PREFIX + "nvidia", PREFIX + "runc", "zone"]), data
     assert data["handler.nvidia"] == "%snvidia=true,%srunc=true,zone=new" % (PREFIX, PREFIX), data
@@ -122,12 +122,12 @@ def test_a_hand_added_key_is_removed_and_named(lab):
     checked = prevent(lab, check=True, gpurt_admission_mode="deny", gpurt_gate_runtimeclasses=[])
     assert checked.rc == 0, checked
     assert ("parameter handler.nvidai would be removed from %s/%s: no verified label proves it (set by "
-            "kubectl-edit)" % (NS, CM)) in flat(checked), checked
+            "kubectl-edit)" % (NS, CM)) in checked.flat, checked
     assert "handler.nvidai" in params(lab)  # check mode wrote nothing
     result = prevent(lab, gpurt_admission_mode="deny", gpurt_gate_runtimeclasses=[])
     assert result.rc == 0, result
     assert ("parameter handler.nvidai was removed from %s/%s: no verified label proves it (set by kubectl-edit)"
-            % (NS, CM)) in flat(result), result
+            % (NS, CM)) in result.flat, result
     assert "handler.nvidai" not in params(lab)
     # ...and the next run refuses it again
     refused = until(lambda: create_runtimeclass(lab, "typo", "nvidai")[0] == 422 and create_runtimeclass(
@@ -135,7 +135,7 @@ def test_a_hand_added_key_is_removed_and_named(lab):
     assert refused and "handler 'nvidai' is loaded on no node" in refused[1]["message"]
     again = prevent(lab, gpurt_admission_mode="deny", gpurt_gate_runtimeclasses=[])
     assert again.rc == 0 and again.changed() == 0, again
-    assert "removed" not in flat(again)
+    assert "removed" not in again.flat
 
 
 def test_a_hand_edit_of_our_key_is_taken_back(lab):
@@ -145,7 +145,7 @@ def test_a_hand_edit_of_our_key_is_taken_back(lab):
     result = prevent(lab, gpurt_admission_mode="deny", gpurt_gate_runtimeclasses=[])
     assert result.rc == 0, result
     assert "parameter handler.nvidia was taken back from kubectl-edit: its value is derived from the verified " \
-           "labels only" in flat(result), result
+           "labels only" in result.flat, result
     assert "gpurt_gate_force" not in result.text
     assert params(lab)["handler.nvidia"] == "%snvidia=true,%srunc=true,zone=new" % (PREFIX, PREFIX)
     again = prevent(lab, gpurt_admission_mode="deny", gpurt_gate_runtimeclasses=[])
@@ -178,7 +178,7 @@ def test_a_missing_namespace_is_named_and_nothing_is_written(lab):
     result = prevent(lab, gpurt_admission_namespace="no-such-namespace", gpurt_admission_mode="deny",
                      gpurt_gate_runtimeclasses=GATED)
     assert result.rc == 2, result
-    assert "namespace no-such-namespace (gpurt_admission_namespace) does not exist" in flat(result), result
+    assert "namespace no-such-namespace (gpurt_admission_namespace) does not exist" in result.flat, result
     assert "{namespace}" not in result.text and "Traceback" not in result.text
     assert lab["api"].node_k8s.read_runtime_class("nvidia").scheduling is None
 
@@ -191,7 +191,7 @@ def test_a_missing_namespace_is_named_and_nothing_is_written(lab):
 def test_bad_values_fail_before_anything_is_read_or_written(lab, variable, value, words):
     result = prevent(lab, **{variable: value})
     assert result.rc == 2, result
-    assert words in flat(result), result
+    assert words in result.flat, result
     assert "List the RuntimeClasses" not in result.out, result
     assert lab["api"].node_k8s.read_runtime_class("nvidia").scheduling is None
 
@@ -227,7 +227,7 @@ def test_prevent_runs_as_its_identity_and_may_do_nothing_more(lab):
     result = prevent(lab, gpurt_kubeconfig=kubeconfig, gpurt_admission_mode="deny", gpurt_gate_runtimeclasses=GATED)
     assert result.rc == 0, result
     assert "403" not in result.text and token not in result.text
-    assert "proven: a RuntimeClass with a handler no Node loads is refused" in flat(result), result
+    assert "proven: a RuntimeClass with a handler no Node loads is refused" in result.flat, result
     assert api.node_k8s.read_runtime_class("nvidia").scheduling.node_selector == {PREFIX + "nvidia": "true"}
     assert params(lab)["loaded"] == "nvidia, runc"
     again = prevent(lab, gpurt_kubeconfig=kubeconfig, gpurt_admission_mode="deny", gpurt_gate_runtimeclasses=GATED)
@@ -253,7 +253,7 @@ def test_prevent_runs_as_its_identity_and_may_do_nothing_more(lab):
     denied = prevent(lab, gpurt_kubeconfig=kubeconfig, gpurt_admission_namespace=PODS, gpurt_gate_runtimeclasses=[])
     assert denied.rc == 2, denied
     assert "the identity may not patch configmaps; rbac/runtime-gate-prevent.yaml (prevent.yml's identity) grants " \
-           "get, create and patch on the parameter ConfigMap" in flat(denied), denied
+           "get, create and patch on the parameter ConfigMap" in denied.flat, denied
     with pytest.raises(ApiException):
         api.core.read_namespaced_config_map(CM, PODS)
 
@@ -274,7 +274,7 @@ def test_one_deadline_for_the_run_not_one_per_class(tmp_path):
                                       {"gpurt_kubeconfig": kubeconfig, "gpurt_deadline": 8})
         took = time.time() - started
     assert result.rc == 2, result
-    text = flat(result)
+    text = result.flat
     assert "nothing was written" in text and "deadline" in text, result
     assert "the run's deadline of 8 s (gpurt_deadline) had passed: gpu-1, gpu-2, gpu-3, gpu-4" in text, result
     assert took < 60, took
