@@ -92,6 +92,13 @@ options:
         was read, so a RuntimeClass changed meanwhile is not deleted.
     type: bool
     default: false
+  uid:
+    description:
+      - Pin the write to the RuntimeClass with this C(metadata.uid), as it was listed when it was judged
+        (C(prevent.yml) passes it). A RuntimeClass deleted since is reported and not re-created; one re-created
+        under the same name is reported and not written. The apply carries the uid, so the apiserver refuses
+        the write when the object changed identity between the read and the write.
+    type: str
   field_manager:
     description:
       - The field manager of the apply, the name C(managedFields) records as the owner of the fields given.
@@ -203,6 +210,7 @@ runtimeclass:
     annotations: {}
     resource_version: "1004"
     source: cluster
+    uid: 6d1f1b8e-0c4e-4a55-9d2a-2b8f0f7c9a11
 conflicts:
   description:
     - When the apply was refused because other field managers own fields it would change, each

@@ -136,6 +136,9 @@ runtimeclasses:
     source:
       description: C(cluster), or the manifest file (and document and item number) it came from.
       type: str
+    uid:
+      description: C(metadata.uid) (null for a manifest); C(prevent.yml) pins its write to it.
+      type: str
   sample:
     - name: nvidia
       handler: nvidia
@@ -143,6 +146,7 @@ runtimeclasses:
       node_selector: {"nvidia.com/gpu.present": "true"}
       tolerations: []
       source: cluster
+      uid: 6d1f1b8e-0c4e-4a55-9d2a-2b8f0f7c9a11
 nodes:
   description:
     - With O(list_nodes=true), every Node, normalized, sorted by name, with the keys

@@ -134,7 +134,7 @@ def gate(runtimeclasses, nodes, names=None, max_age="24h", now=None):
         merged = dict(selector, **{key: "true"})
         matching = sorted(n.get("name") for n in fresh if _matches(merged, n.get("labels") or {}))
         entry = dict(name=name, handler=handler, node_selector=merged, added=None if key in selector else key,
-                     matching=matching)
+                     matching=matching, uid=rc.get("uid"))
         why_none = _why_no_node(handler, merged, verified, stale_by_handler)
         if selector.get(key) not in (None, "true"):
             entry.update(decision="refused", message="%s: its nodeSelector already sets %s=%s; remove it first"

@@ -841,3 +841,27 @@ def test_gate_is_off_by_default(tmp_path, private_cluster):
         assert everything(api)[0] == []
         # The Nodes are listed once all the same: for the re-audit's labels and the hosts without a Node object.
         assert node_listings(run) == [1], run
+
+
+def test_a_write_pinned_to_the_judged_uid_never_re_creates_a_deleted_class_nor_writes_a_new_one(api, module):
+    """prevent.yml passes the uid each class had when it was judged (issue 38). Measured on the real
+    apiserver: an apply carrying a uid that matches no object is refused (409), one whose uid differs from
+    the object's is refused (422); the module says which, and writes nothing."""
+    name = "pin-gated"
+    delete(api, name)
+    api.runtimeclass(name, "nvidia")
+    judged = live(api, name)["metadata"]["uid"]
+    delete(api, name)
+    result, _run = module(name=name, handler="nvidia", node_selector={"pool": "gpu"}, uid=judged)
+    assert result["failed"] and "was deleted since it was judged (uid %s): not re-created" % judged in result["msg"]
+    assert live(api, name) is None
+    api.runtimeclass(name, "nvidia")  # re-created by its owner, another object under the same name
+    result, _run = module(name=name, handler="nvidia", node_selector={"pool": "gpu"}, uid=judged)
+    assert result["failed"] and "was re-created since it was judged" in result["msg"], result
+    assert (live(api, name).get("scheduling") or {}).get("nodeSelector") is None
+    # the object judged: written
+    now = live(api, name)["metadata"]["uid"]
+    result, _run = module(name=name, handler="nvidia", node_selector={"pool": "gpu"}, uid=now)
+    assert result.get("failed") is not True and result["action"] == "updated", result
+    assert live(api, name)["scheduling"]["nodeSelector"] == {"pool": "gpu"}
+    delete(api, name)

@@ -79,6 +79,11 @@ def runtimeclass_type_error(obj):
     return None
 
 
+def _uid(obj):
+    uid = _mapping(obj.get("metadata")).get("uid")
+    return uid if isinstance(uid, str) else None
+
+
 def normalize_runtimeclass(obj, source):
     """A RuntimeClass object (dict) as {name, handler, overhead, node_selector, tolerations, source}.
 
@@ -106,6 +111,7 @@ def normalize_runtimeclass(obj, source):
         "node_selector": _mapping(scheduling.get("nodeSelector")),
         "tolerations": list(tolerations) if isinstance(tolerations, list) else [],
         "source": source,
+        "uid": _uid(obj),  # pins a write to the object judged (None for a manifest)
     }
 
 

@@ -49,6 +49,7 @@ def argument_spec():
         force=dict(type="bool", default=False),
         recreate=dict(type="bool", default=False),
         field_manager=dict(type="str", default=FIELD_MANAGER),
+        uid=dict(type="str"),
     )
     return spec
 
@@ -284,11 +285,16 @@ def _merged(base, applied):
 # ----- the task -----------------------------------------------------------------------
 
 def ensure_present(session, name, desired, force=False, recreate=False, field_manager=FIELD_MANAGER,
-                   check_mode=False):
+                   check_mode=False, uid=None):
     """(action, before, after): before is the live object, after the object as the apiserver
-    stored it (in check mode: as its dry run says it would, or as computed for a re-create)."""
+    stored it (in check mode: as its dry run says it would, or as computed for a re-create).
+    uid pins the write to the object judged: one deleted or re-created since is reported, never written."""
     live = session.get(RESOURCE, name)
     body = applied_configuration(name, desired)
+    if uid:
+        _pinned(name, uid, live)
+        # the apiserver refuses an apply whose uid matches no object (409) or another one (422)
+        body["metadata"]["uid"] = uid
     if live is not None and live.get("handler") != desired["handler"]:
         if not recreate:
             raise kube.KubeError(
@@ -310,10 +316,25 @@ def ensure_present(session, name, desired, force=False, recreate=False, field_ma
     return ("updated" if view(after) != view(live) else "none"), live, after
 
 
+def _pinned(name, uid, live):
+    if live is None:
+        raise kube.KubeError("RuntimeClass %s was deleted since it was judged (uid %s): not re-created" % (name, uid),
+                             resource=RESOURCE)
+    now = _mapping(live.get("metadata")).get("uid")
+    if now != uid:
+        raise kube.KubeError("RuntimeClass %s was re-created since it was judged (uid %s, now %s): not written"
+                             % (name, uid, now), resource=RESOURCE)
+
+
 def _apply(session, name, body, field_manager, force, dry_run):
+    uid = body["metadata"].get("uid")
     try:
         return session.apply(RESOURCE, name, body, field_manager, force=force, dry_run=dry_run)
     except kube.KubeError as exc:
+        moved = (exc.status == 409 and "uid mismatch" in str(exc)) or (exc.status == 422 and "metadata.uid" in str(exc))
+        if uid and moved:
+            raise kube.KubeError("RuntimeClass %s was deleted or re-created since it was judged (uid %s): not "
+                                 "written" % (name, uid), status=exc.status, resource=RESOURCE)
         if exc.status == 409 and exc.reason == "Conflict" and exc.causes:
             raise kube.KubeError(session.secrets.scrub(conflict_message(name, exc)), status=409,
                                  resource=RESOURCE, reason="Conflict", causes=exc.causes)
@@ -362,7 +383,8 @@ def run(module):
         result["server"] = session.server
         if params["state"] == "present":
             action, before, after = ensure_present(session, params["name"], desired, params["force"],
-                                                   params["recreate"], params["field_manager"], module.check_mode)
+                                                   params["recreate"], params["field_manager"], module.check_mode,
+                                                   params["uid"])
         else:
             action, before, after = ensure_absent(session, params["name"], module.check_mode)
     except kube.KubeError as exc:

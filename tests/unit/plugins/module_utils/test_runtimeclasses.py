@@ -30,6 +30,7 @@ def test_runtimeclass_with_every_field():
         "node_selector": {"nvidia.com/gpu.present": "true"},
         "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
         "source": "cluster",
+        "uid": None,
     }
 
 
