@@ -46,6 +46,7 @@ PLAYBOOK = """
     gpurt.runtime_gate.node_info: {kubeconfig: "%(kubeconfig)s"}
     gpurt.runtime_gate.runtimeclass: {kubeconfig: "%(kubeconfig)s"}
     gpurt.runtime_gate.node_labels: {kubeconfig: "%(kubeconfig)s"}
+    gpurt.runtime_gate.node_fence: {kubeconfig: "%(kubeconfig)s"}
     gpurt.runtime_gate.admission_policy: {kubeconfig: "%(kubeconfig)s"}
   tasks:
     - gpurt.runtime_gate.controller_check:
@@ -68,6 +69,12 @@ PLAYBOOK = """
           - {name: node-a, labels: {"runtime-gate.gpurt.io/nvidia": "true"}}
           - {name: rdocs-node-gone, labels: {}}
       register: r_node_labels
+    # check mode: the shared cluster's Node keeps its labels
+    - gpurt.runtime_gate.node_fence:
+        nodes: [rdocs-node-a, rdocs-node-gone]
+        hosts: [rdocs-node-a]
+      check_mode: true
+      register: r_node_fence
     # a dry run: the policy and its binding are cluster-wide, and the cluster is shared
     - gpurt.runtime_gate.admission_policy:
         mode: warn
@@ -190,7 +197,7 @@ PLAYBOOK = """
         content: >-
           {{ {'controller_check': [r_controller_check], 'runtimeclass_info': [r_runtimeclass_info],
               'node_info': [r_node_info], 'runtimeclass': [r_runtimeclass],
-              'node_labels': [r_node_labels], 'admission_policy': [r_admission_policy],
+              'node_labels': [r_node_labels], 'node_fence': [r_node_fence], 'admission_policy': [r_admission_policy],
               'bootstrap_sandbox': [r_bootstrap_sandbox],
               'containerd_config_info': [hostvars['node-a'].gpurt_loaded],
               'register_runtimes_node': [hostvars['node-a'].r_register_runtimes_node],
