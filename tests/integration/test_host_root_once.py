@@ -40,7 +40,9 @@ def test_the_imported_dropin_dir_of_a_generated_config_gets_the_host_root_once(t
         gpurt_kubelet_config_path=node.path(node.kubelet_rel),
         containerd_runtime_runtimes=[{"name": "gpu2", "binary_name": node.runtime_binary("usr/bin/gpu2")}],
         containerd_runtime_backup_dir=node.path("var/backups/gpurt"),
-        containerd_runtime_restart_command=["sh", "-c", "echo restarted >> %s" % node.path("restarts.log")])
+        containerd_runtime_restart_command=["sh", "-c", "echo restarted >> %s" % node.path("restarts.log")],
+        # no daemon runs here: the restart is proved on the config it starts with
+        containerd_runtime_restart_proof="config")
     inventory = ansible_run.write_inventory(str(tmp_path / "inv.json"), {"n1": facts})
     playbook = tmp_path / "role.yml"
     playbook.write_text(ROLE)
