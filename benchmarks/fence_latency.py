@@ -105,8 +105,8 @@ def main():
         print("|---|---|---|---|---|")
         for name, values in (("fence", fence), ("re-label", relabel)):
             met = "yes" if p95(values) <= GOALS[name] else "NO"
-            print("| %s | %.2f s | %.2f s | %.0f s | %s |" % (name, statistics.median(values), p95(values),
-                                                          GOALS[name], met))
+            row = (name, statistics.median(values), p95(values), GOALS[name], met)
+            print("| %s | %.2f s | %.2f s | %.0f s | %s |" % row)
         print("\n%d events, settle %.0f s, %d cores, workdir %s" % (args.events, args.settle, os.cpu_count(), workdir))
         return 0
     finally:

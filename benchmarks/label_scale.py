@@ -92,8 +92,8 @@ def node_requests(cluster):
 def labeling_run(cluster, playbook):
     before = node_requests(cluster)
     started = time.monotonic()
-    run = ansible_run.playbook(playbook, "localhost,", {"ansible_python_interpreter": sys.executable,
-                                                       "ansible_connection": "local"}, timeout=3600)
+    local = {"ansible_python_interpreter": sys.executable, "ansible_connection": "local"}
+    run = ansible_run.playbook(playbook, "localhost,", local, timeout=3600)
     seconds = time.monotonic() - started
     after = node_requests(cluster)
     sent = dict((verb, after.get(verb, 0) - before.get(verb, 0)) for verb in after
@@ -105,7 +105,7 @@ def labeling_run(cluster, playbook):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
     parser.add_argument("--nodes", type=int, default=5000)
     parser.add_argument("--labels", type=int, default=50, help="labels per Node before ours (default 50)")
     parser.add_argument("--workdir")

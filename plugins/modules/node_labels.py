@@ -21,13 +21,13 @@ description:
     a server-side apply cannot). Every patch carries the Node's C(metadata.uid), so the apiserver refuses
     it on a Node deleted and re-created with the same name since it was judged; that Node is reported
     C(recreated) and not labeled. Every other label and annotation is left alone.
-  - With O(nodes[].current) (the Node as the run's own list saw it) nothing is read before writing, and a
+  - With C(current) of an entry (the Node as the run's own list saw it) nothing is read before writing, and a
     Node whose labels already match and whose check time is younger than a quarter of O(max_age) gets no
     request at all (C(unchanged)); an older check time is refreshed (C(refreshed)). Without it, the Node is
-    read first (one GET), and a given O(nodes[].uid) it no longer has is C(recreated).
+    read first (one GET), and a given C(uid) it no longer has is C(recreated).
   - A Node that cannot be written is that Node's problem - every other Node is written (those that lose a
     label first), then the module fails naming it (RV(problems), with the problems given in
-    O(nodes[].problems)). A refused identity, the deadline or an apiserver that does not answer stops the run
+    C(problems) of the entries). A refused identity, the deadline or an apiserver that does not answer stops the run
     for every Node alike (RV(stopped)).
   - A Node that does not exist is not written (C(no node)); a merge patch never creates one.
   - Which handlers are verified is decided on the controller (the filter
@@ -146,7 +146,7 @@ nodes:
 problems:
   description:
     - One line per problem of a Node not labeled as proven (C(recreated), C(failed), or given in
-      O(nodes[].problems)); the module failed on them, after writing every other Node.
+      C(problems) of the entries); the module failed on them, after writing every other Node.
   returned: always
   type: list
   elements: str

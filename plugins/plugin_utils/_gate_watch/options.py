@@ -48,8 +48,8 @@ def source_options(args):
     unknown = sorted(k for k in args if k not in AUTH_ARGS and k not in DEFAULTS and not str(k).startswith("eda_"))
     if unknown:
         known = ", ".join(sorted(list(AUTH_ARGS) + list(DEFAULTS)))
-        raise ValueError("unknown argument%s %s (known: %s)" % ("s" if len(unknown) > 1 else "", ", ".join(unknown),
-                                                              known))
+        plural = "s" if len(unknown) > 1 else ""
+        raise ValueError("unknown argument%s %s (known: %s)" % (plural, ", ".join(unknown), known))
     values = dict(DEFAULTS)
     values.update((k, v) for k, v in args.items() if k in DEFAULTS and not _unset(v))
     auth = {}
