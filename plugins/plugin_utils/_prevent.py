@@ -17,12 +17,11 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import calendar
 import re
 import time
 
-from ansible_collections.gpurt.runtime_gate.plugins.module_utils._k8s.gate_names import (
-    CHECKED_AT, LABEL_PREFIX, TIME_FORMAT)
+from ansible_collections.gpurt.runtime_gate.plugins.module_utils._k8s.gate_names import CHECKED_AT, LABEL_PREFIX
+from ansible_collections.gpurt.runtime_gate.plugins.module_utils._k8s.node_labels import checked_time
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils._node_labels import age_seconds, handler_of, label_key
 
 ADMISSION_MODES = ("off", "warn", "deny")
@@ -40,13 +39,6 @@ _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 
 class PreventError(ValueError):
     pass
-
-
-def _checked_epoch(value):
-    try:
-        return calendar.timegm(time.strptime(value, TIME_FORMAT)) if value else None
-    except (TypeError, ValueError):
-        return None
 
 
 def _our_handlers(node):
@@ -67,7 +59,7 @@ def proof(nodes, max_age="24h", now=None):
             fresh.append(node)
             continue
         checked = node.get("labels_checked_at")
-        at = _checked_epoch(checked)
+        at = checked_time(checked)
         if at is None:
             why = "carry no readable check time (annotation %s: %r)" % (CHECKED_AT, checked)
         elif now - at > limit:

@@ -9,10 +9,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import calendar
-import time
-
-from ansible_collections.gpurt.runtime_gate.plugins.module_utils._k8s.gate_names import CHECKED_AT, TIME_FORMAT
+from ansible_collections.gpurt.runtime_gate.plugins.module_utils._k8s.gate_names import CHECKED_AT
+from ansible_collections.gpurt.runtime_gate.plugins.module_utils._k8s.node_labels import checked_time
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils._k8s.node_fence import claimed_handlers, live_handlers
 
 # status.nodeInfo fields whose change means the node's runtime may have changed under its labels.
@@ -71,9 +69,4 @@ def change_reasons(old, new):
 
 def checked_seconds(view):
     """The check time as seconds since the epoch, or None when absent or unreadable."""
-    if not view.checked_at:
-        return None
-    try:
-        return calendar.timegm(time.strptime(view.checked_at, TIME_FORMAT))
-    except (TypeError, ValueError):
-        return None
+    return checked_time(view.checked_at)
