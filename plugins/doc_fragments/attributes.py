@@ -2,6 +2,8 @@
 # Copyright: (c) 2026, gpurt.runtime_gate developers
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 
+"""The attributes every module documents (check mode, diff mode, platform); each module states its own support level."""
+
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type

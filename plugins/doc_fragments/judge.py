@@ -2,6 +2,8 @@
 # Copyright: (c) 2026, gpurt.runtime_gate developers
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 
+"""The judging options of the plugins that judge every host of a play (plugin_utils/_checks JUDGE_SPEC)."""
+
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
