@@ -128,15 +128,30 @@ def attributes(path):
         os.close(fd)
 
 
+def dangling(target):
+    """What a symlink that leads nowhere points to (as it reads), or None: target is not a symlink, or
+    its chain of links ends at something that exists."""
+    if not os.path.islink(target) or os.path.exists(target):
+        return None
+    try:
+        return os.readlink(target)
+    except OSError:
+        return None
+
+
 def writable(path, mounts):
-    """Whether a write of path can be made now: {ok, reasons, mount, attributes, target}. For a
-    file that does not exist yet, the directory it would be created in is judged."""
+    """Whether a write of path can be made now: {ok, reasons, mount, attributes, target, dangling}. For a
+    file that does not exist yet, the directory it would be created in is judged; dangling: what that
+    is a symlink to, when it leads to nothing (a write there fails, whatever the mount)."""
     target = _existing(path)
     real = os.path.realpath(target)
     mount = mount_of(real, mounts) if mounts is not None else None
     attrs = attributes(real)
     reasons = []
-    if mount and mount["read_only"]:
+    points_to = dangling(target)
+    if points_to is not None:
+        reasons.append("%s is a dangling symlink: it points to %s, which does not exist" % (target, points_to))
+    elif mount and mount["read_only"]:
         reasons.append("%s is on a read-only mount (%s, %s)" % (target, mount["mount_point"], mount["fstype"]))
     if attrs.get("immutable"):
         reasons.append("%s has the immutable attribute (chattr +i)" % target)
@@ -146,7 +161,7 @@ def writable(path, mounts):
     if not reasons and not os.access(real, mode):
         reasons.append("this user may not write %s" % target)
     return {"ok": not reasons, "reasons": reasons, "mount": mount, "attributes": attrs,
-            "target": target}
+            "target": target, "dangling": points_to}
 
 
 def header(text):

@@ -14,20 +14,17 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import re
 import time
 
+from ansible_collections.gpurt.runtime_gate.plugins.module_utils._k8s import label_syntax
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils._k8s.gate_names import LABEL_PREFIX
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils._k8s.node_labels import age_seconds, checked_time, ours
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils._report.model import NOT_CHECKED
 
-# The name part of a label key (after the prefix): 1-63 characters, alphanumeric at both ends.
-_LABEL_NAME = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
-
 
 def label_key(handler):
     """runtime-gate.gpurt.io/<handler>; ValueError when the handler cannot be a label name."""
-    if not isinstance(handler, str) or len(handler) > 63 or not _LABEL_NAME.match(handler):
+    if not isinstance(handler, str) or len(handler) > label_syntax.MAX_NAME or not label_syntax.NAME.match(handler):
         raise ValueError("handler %r cannot form the label key %s<handler>: a label name is 1-63 characters of "
                          "letters, digits, '-', '_' and '.', beginning and ending with a letter or digit"
                          % (handler, LABEL_PREFIX))

@@ -85,6 +85,15 @@ def owner_in_header(line):
     return line.lstrip("#/; ")
 
 
+def _unwritable_owner(evidence, file_ev):
+    """Who keeps a file from being written, by the cause measured: the mount when it is read-only, else the
+    file (or the directory it would be created in) itself."""
+    mount = file_ev["writable"].get("mount") or {}
+    if mount.get("read_only"):
+        return "whoever mounted %s read-only" % mount.get("mount_point", "it")
+    return "whoever owns %s" % host_paths.on_node(evidence.get("root") or "/", file_ev["writable"]["target"])
+
+
 def store_of(node_path):
     """(store directory, owner, documented way) of the content-addressed store node_path lies in, else None."""
     for prefix, owner, way in STORES:
@@ -196,9 +205,13 @@ def decide(evidence, path, config_path=None, imports=None, writable_dir=None):
     if store:
         return refuse(store[1], ["%s lies in %s, whose paths are built and never edited in place" % (node_path, store[0])]
                       + ([] if file_ev["writable"]["ok"] else file_ev["writable"]["reasons"]), store[2])
+    if not file_ev["writable"]["ok"] and file_ev["writable"].get("dangling") is not None:
+        link = host_paths.on_node(evidence.get("root") or "/", file_ev["writable"]["target"])
+        return refuse(gen_owner or "whoever made the symlink %s" % link, file_ev["writable"]["reasons"] + gen_lines,
+                      "create %s, or point %s at the directory that should hold the file, then run again"
+                      % (file_ev["writable"]["dangling"], link))
     if not file_ev["writable"]["ok"]:
-        owner = os_rel.get("NAME") if os_id in IMMUTABLE_OS else (gen_owner or "whoever mounted %s read-only"
-                                                                  % mount.get("mount_point", "it"))
+        owner = os_rel.get("NAME") if os_id in IMMUTABLE_OS else (gen_owner or _unwritable_owner(evidence, file_ev))
         return refuse(owner, file_ev["writable"]["reasons"] + gen_lines, documented_way(os_id, gen_owner or owner))
     unread = ["%s: %s" % (s["unit"], e) for s in evidence.get("services") or [] for e in s.get("errors") or []]
     if unread:

@@ -12,12 +12,10 @@ from kubernetes import utils
 from tests.lib import ansible_run
 from tests.lib.cluster_objects import Api
 from tests.lib.connect_proxy import ConnectProxy
-from tests.lib.fake_apiserver import FakeApiServer, write_kubeconfig
 
 pytestmark = pytest.mark.integration
 PLAYBOOK = os.path.join(ansible_run.REPO, "playbooks", "cluster_audit.yml")
 POOL = "gpurt.test/caudit-pool"
-TOKEN = "cluster-audit-token-9f8e"
 
 
 def pool(name):
@@ -119,14 +117,17 @@ def test_zero_nodes_matched_fails_the_run(api, real_cluster, tmp_path):
     assert report["summary"]["passed"] is False and report["summary"]["nodes"] == 0
 
 
-def test_zero_runtimeclasses_fails_unless_allowed(tmp_path):
-    """Stand-in: needs a cluster with no RuntimeClass at all, which the shared real one never is."""
-    with FakeApiServer(runtimeclasses=[], nodes=[{"metadata": {"name": "gpu-a", "labels": {}}, "status": {
-            "runtimeHandlers": [{"name": ""}, {"name": "nvidia"}, {"name": "runc"}]}}], token=TOKEN) as fake:
-        kubeconfig = write_kubeconfig(str(tmp_path / "kubeconfig"), fake.url, token=TOKEN)
-        refused = ansible_run.playbook(PLAYBOOK, "localhost,", {"gpurt_kubeconfig": kubeconfig})
-        allowed = ansible_run.playbook(PLAYBOOK, "localhost,", {"gpurt_kubeconfig": kubeconfig,
-                                                                "gpurt_allow_no_runtimeclasses": True})
+def test_zero_runtimeclasses_fails_unless_allowed(private_cluster):
+    """A cluster with no RuntimeClass at all, which the shared one never is: a control plane of its own."""
+    api = Api(private_cluster.kubeconfig)
+    try:
+        api.node("gpu-a", handlers=["nvidia", "runc"])
+    finally:
+        api.close()
+    kubeconfig = private_cluster.kubeconfig
+    refused = ansible_run.playbook(PLAYBOOK, "localhost,", {"gpurt_kubeconfig": kubeconfig})
+    allowed = ansible_run.playbook(PLAYBOOK, "localhost,", {"gpurt_kubeconfig": kubeconfig,
+                                                            "gpurt_allow_no_runtimeclasses": True})
     assert refused.rc == 2, refused
     assert "no RuntimeClass was read, so no handler was cross-checked" in refused.text
     assert allowed.rc == 0, allowed

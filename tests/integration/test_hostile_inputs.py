@@ -154,13 +154,26 @@ def test_a_bad_host_variable_stops_the_play_at_start_naming_it(tmp_path, contain
 BAD_MANIFESTS = [
     ("handler: 123\n", "handler must be a string, got an integer: 123"),
     ("handler: nvidia\nscheduling:\n  nodeSelector: {gpu: true}\n",
-     "scheduling.nodeSelector['gpu'] must be a string, got a boolean: True"),
+     "scheduling.nodeSelector['gpu'] is a boolean, which the apiserver rejects: a label value is a string"),
+    # Before: `quote it: "['gpu']"` and `quote it: "None"`, hints whose selector matches no Node
+    ("handler: nvidia\nscheduling:\n  nodeSelector: {gpu: [gpu]}\n",
+     "scheduling.nodeSelector['gpu'] is a list, which the apiserver rejects: a label value is a string"),
+    ("handler: nvidia\nscheduling:\n  nodeSelector: {gpu: null}\n",
+     "scheduling.nodeSelector['gpu'] is null, which means two things: the apiserver stores it as \"\""),
+    ("handler: nvidia\nscheduling:\n  nodeSelector: {nvidia.com/gpu.present: tru e}\n",
+     "scheduling.nodeSelector['nvidia.com/gpu.present'] 'tru e' is not a label value"),
+    ("handler: nvidia\nscheduling:\n  nodeSelector: {NVIDIA.com/gpu: \"true\"}\n",
+     "scheduling.nodeSelector key 'NVIDIA.com/gpu' is not a label key: its prefix 'NVIDIA.com' is not a DNS subdomain"),
     ("handler: nvidia\nscheduling:\n  nodeSelector: [gpu]\n", "scheduling.nodeSelector must be a mapping, got a list"),
     ("handler: nvidia\noverhead:\n  podFixed: 250m\n", "overhead.podFixed must be a mapping, got a string"),
 ]
 
 
-@pytest.mark.parametrize("body,message", BAD_MANIFESTS, ids=["handler-int", "selector-bool", "selector-list", "podfixed-str"])
+BAD_MANIFEST_IDS = ["handler-int", "selector-bool", "selector-value-list", "selector-value-null",
+                    "selector-value-syntax", "selector-key-syntax", "selector-list", "podfixed-str"]
+
+
+@pytest.mark.parametrize("body,message", BAD_MANIFESTS, ids=BAD_MANIFEST_IDS)
 def test_a_runtimeclass_manifest_of_the_wrong_type_fails_naming_the_field(tmp_path, containerd, body, message):
     """Before: `handler: 123` was "has no handler"; a nodeSelector value `true` selected no node, silently."""
     node = Node(tmp_path / "nodes", "node-x", "2.1")
@@ -173,3 +186,4 @@ def test_a_runtimeclass_manifest_of_the_wrong_type_fails_naming_the_field(tmp_pa
     assert "Traceback" not in run.text, run
     assert run.rc != 0, run
     assert "RuntimeClass 'bad' (from %s): %s" % (manifests / "bad.yaml", message) in run.text, run
+    assert "quote it" not in run.text, run

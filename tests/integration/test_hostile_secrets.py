@@ -1,7 +1,9 @@
 """Hostile-input suite, class "no secret on any output": the real cluster_audit.yml through the
 real ansible-playbook, at default verbosity and at -vvv, with every way a credential reaches the
 collection; stdout and stderr together must not carry it in any form (as is, stripped, escaped).
-The stand-in apiserver rejects the tokens (401) so that every failure path runs too."""
+The real kube-apiserver of the shared cluster (tests/lib/real_cluster.py), over TLS with its CA, rejects the
+secret tokens (401) so that every failure path runs too; an accepted token is one of an identity with no RBAC
+grant (403), so no run reads the shared cluster's objects."""
 import json
 import os
 import subprocess
@@ -9,14 +11,13 @@ import sys
 
 import pytest
 
-from tests.lib.fake_apiserver import FakeApiServer, write_kubeconfig
+from tests.lib.real_cluster import write_kubeconfig
 
 pytestmark = pytest.mark.integration
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BIN = os.path.dirname(sys.executable)
 PLAYBOOK = os.path.join(REPO, "playbooks", "cluster_audit.yml")
-GOOD = "good-token-0123456789abcdef"
 SECRET = "s3cr3t-refresh-7f3a9c0e5b1d4e2a"  # never accepted, never to be printed
 VERBOSITY = ("", "-vvv")
 
@@ -38,10 +39,10 @@ def exec_user(tmp_path, stderr_line, exit_code, token=None):
                      "args": [str(plugin)], "interactiveMode": "Never"}}
 
 
-def kubeconfig_with_user(path, server, user):
+def kubeconfig_with_user(path, cluster, user):
     import yaml
     doc = {"apiVersion": "v1", "kind": "Config", "current-context": "c",
-           "clusters": [{"name": "k", "cluster": {"server": server}}],
+           "clusters": [{"name": "k", "cluster": {"server": cluster.server, "certificate-authority": cluster.ca}}],
            "users": [{"name": "u", "user": user}],
            "contexts": [{"name": "c", "context": {"cluster": "k", "user": "u"}}]}
     with open(path, "w") as handle:
@@ -68,15 +69,19 @@ def assert_no_secret(output, secret):
 
 
 @pytest.fixture
-def fake():
-    with FakeApiServer(runtimeclasses=[], nodes=[], token=GOOD) as server:
-        yield server
+def cluster(real_cluster):
+    return real_cluster
+
+
+def good_token(cluster):
+    """A token the apiserver accepts, of an identity that may read nothing (403)."""
+    return cluster.token("gpurt-nobody")
 
 
 @pytest.mark.parametrize("verbosity", VERBOSITY)
-def test_a_failing_exec_plugin_that_prints_the_token_leaks_nothing(fake, tmp_path, verbosity):
+def test_a_failing_exec_plugin_that_prints_the_token_leaks_nothing(cluster, tmp_path, verbosity):
     user = exec_user(tmp_path, "refresh failed for token %s\n" % SECRET, 1)
-    path = kubeconfig_with_user(str(tmp_path / "kc"), fake.url, user)
+    path = kubeconfig_with_user(str(tmp_path / "kc"), cluster, user)
     rc, output = run_cluster_audit(tmp_path, {"gpurt_kubeconfig": path}, verbosity)
     assert rc != 0, output
     assert_no_secret(output, SECRET)
@@ -85,35 +90,36 @@ def test_a_failing_exec_plugin_that_prints_the_token_leaks_nothing(fake, tmp_pat
 
 
 @pytest.mark.parametrize("verbosity", VERBOSITY)
-def test_an_exec_plugin_that_succeeds_and_chatters_on_stderr_leaks_nothing(fake, tmp_path, verbosity):
-    user = exec_user(tmp_path, "got token %s for you\n" % GOOD, 0, token=GOOD)
-    path = kubeconfig_with_user(str(tmp_path / "kc"), fake.url, user)
+def test_an_exec_plugin_that_succeeds_and_chatters_on_stderr_leaks_nothing(cluster, tmp_path, verbosity):
+    good = good_token(cluster)
+    user = exec_user(tmp_path, "got token %s for you\n" % good, 0, token=good)
+    path = kubeconfig_with_user(str(tmp_path / "kc"), cluster, user)
     rc, output = run_cluster_audit(tmp_path, {"gpurt_kubeconfig": path}, verbosity)
-    assert_no_secret(output, GOOD)
-    assert "401" not in output, output[-3000:]  # the token was used
+    assert_no_secret(output, good)
+    assert "401" not in output and "403 Forbidden" in output, output[-3000:]  # the token was used
 
 
 @pytest.mark.parametrize("verbosity", VERBOSITY)
-def test_a_token_file_ending_in_a_newline_leaks_nothing(fake, tmp_path, verbosity):
+def test_a_token_file_ending_in_a_newline_leaks_nothing(cluster, tmp_path, verbosity):
     token_file = tmp_path / "token"
     token_file.write_text(SECRET + "\n")
-    path = kubeconfig_with_user(str(tmp_path / "kc"), fake.url, {"tokenFile": str(token_file)})
+    path = kubeconfig_with_user(str(tmp_path / "kc"), cluster, {"tokenFile": str(token_file)})
     rc, output = run_cluster_audit(tmp_path, {"gpurt_kubeconfig": path}, verbosity)
     assert rc != 0 and "401 Unauthorized" in output, output[-3000:]
     assert_no_secret(output, SECRET + "\n")
 
 
 @pytest.mark.parametrize("verbosity", VERBOSITY)
-def test_a_bearer_token_in_the_kubeconfig_leaks_nothing(fake, tmp_path, verbosity):
-    path = write_kubeconfig(str(tmp_path / "kc"), fake.url, token=SECRET)
+def test_a_bearer_token_in_the_kubeconfig_leaks_nothing(cluster, tmp_path, verbosity):
+    path = write_kubeconfig(str(tmp_path / "kc"), cluster.server, cluster.ca, "u", token=SECRET)
     rc, output = run_cluster_audit(tmp_path, {"gpurt_kubeconfig": path}, verbosity)
     assert rc != 0 and "401 Unauthorized" in output, output[-3000:]
     assert_no_secret(output, SECRET)
 
 
 @pytest.mark.parametrize("verbosity", VERBOSITY)
-def test_a_bearer_token_in_a_variable_leaks_nothing(fake, tmp_path, verbosity):
-    rc, output = run_cluster_audit(tmp_path, {"gpurt_k8s_host": fake.url, "gpurt_k8s_api_key": SECRET + "\n"},
-                                   verbosity)
+def test_a_bearer_token_in_a_variable_leaks_nothing(cluster, tmp_path, verbosity):
+    rc, output = run_cluster_audit(tmp_path, {"gpurt_k8s_host": cluster.server, "gpurt_k8s_ca_cert": cluster.ca,
+                                              "gpurt_k8s_api_key": SECRET + "\n"}, verbosity)
     assert rc != 0 and "401 Unauthorized" in output, output[-3000:]
     assert_no_secret(output, SECRET + "\n")

@@ -447,3 +447,40 @@ def test_metrics_reference_is_current():
                            "--check"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True,
                           check=False)
     assert proc.returncode == 0, proc.stdout
+
+
+PASSED = re.compile(r"^gpurt_runtime_gate_run_passed(?:\{[^}]*\})? (\d)$", re.M)
+
+
+def test_the_metrics_file_is_rewritten_only_by_a_run_that_judged(tmp_path, containerd):
+    """docs/ci.md: a run that fails before judging replaces the reports with a not-judged one, and leaves the
+    Prometheus file as the last judging run wrote it (node_textfile_mtime_seconds then tells its age)."""
+    node = healthy(Node(tmp_path / "nodes", "gpu-1", "2.1"))
+    inventory = ansible_run.write_inventory(str(tmp_path / "inventory.json"), {"gpu-1": node.host_vars()})
+    manifest = tmp_path / "runtimeclass.json"
+    manifest.write_text(json.dumps(RUNTIMECLASS))
+    metrics = tmp_path / "textfile" / "gpurt_runtime_gate.prom"
+    reports = tmp_path / "reports"
+
+    def run(src):
+        result = ansible_run.playbook(AUDIT, inventory, {"gpurt_runtimeclasses_src": str(src),
+                                                         "gpurt_report_dir": str(reports),
+                                                         "gpurt_metrics_path": str(metrics)}, check=True)
+        with open(str(reports / "audit.json")) as handle:
+            return result, json.load(handle)
+
+    result, report = run(manifest)
+    assert result.rc == 0 and report["outcome"] == "passed", result
+    judged = metrics.read_text()
+    assert PASSED.search(judged).group(1) == "1", judged
+    os.utime(str(metrics), (1000000000, 1000000000))  # a rewrite, even of the same text, moves it
+
+    result, report = run(tmp_path / "no-such-manifests")  # fails before any node is judged
+    assert result.rc != 0 and report["outcome"] == "not_judged", result
+    assert metrics.read_text() == judged and os.stat(str(metrics)).st_mtime == 1000000000
+
+    os.remove(node.path("etc/containerd/conf.d/99-nvidia.toml"))  # judged again: nvidia is missing now
+    result, report = run(manifest)
+    assert result.rc == 2 and report["outcome"] == "failed", result
+    assert os.stat(str(metrics)).st_mtime > 1000000000
+    assert PASSED.search(metrics.read_text()).group(1) == "0"

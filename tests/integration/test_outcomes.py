@@ -10,13 +10,11 @@ import pytest
 
 from tests.lib import ansible_run
 from tests.lib.cluster_objects import Api
-from tests.lib.fake_apiserver import FakeApiServer, write_kubeconfig
 from tests.lib.nodes import Node
 
 pytestmark = pytest.mark.integration
 PLAYBOOKS = os.path.join(ansible_run.REPO, "playbooks")
 FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures", "bootstrap")
-TOKEN = "outcome-token-9d2b"
 RC = "apiVersion: node.k8s.io/v1\nkind: RuntimeClass\nmetadata: {name: %s}\nhandler: %s\n"
 V3_MAIN = 'version = 3\nimports = ["{root}/etc/containerd/conf.d/*.toml"]\n'
 V3_DROPIN = ('version = 3\n[plugins."io.containerd.cri.v1.runtime".containerd.runtimes.nvidia]\n'
@@ -222,13 +220,20 @@ def test_validate_bootstrap_writes_its_report(site, containerd, tmp_path):
     assert run.gate_lines()[0].startswith("gpu-pool: NOT VALIDATED: an EKS nodeadm NodeConfig")
 
 
-def test_validate_bootstrap_that_read_no_runtimeclass_fails_unless_allowed(site, containerd, tmp_path):
-    """Stand-in: a cluster with no RuntimeClass at all (the shared real one always has some)."""
-    with FakeApiServer(runtimeclasses=[], token=TOKEN) as fake:
-        kubeconfig = write_kubeconfig(str(tmp_path / "kubeconfig"), fake.url, token=TOKEN)
-        refused = bootstrap(site, containerd, gpurt_kubeconfig=kubeconfig, gpurt_runtimeclasses_src=None)
-        allowed = bootstrap(site, containerd, gpurt_kubeconfig=kubeconfig, gpurt_runtimeclasses_src=None,
-                            gpurt_allow_no_runtimeclasses=True)
+def test_validate_bootstrap_that_read_no_runtimeclass_fails_unless_allowed(site, containerd, private_cluster):
+    """A cluster with no RuntimeClass at all, which the shared one never is: this module's own control plane,
+    whose RuntimeClasses (another test's) are deleted first."""
+    api = Api(private_cluster.kubeconfig)
+    try:
+        for item in api.node_k8s.list_runtime_class().items:
+            api.node_k8s.delete_runtime_class(item.metadata.name)
+        assert api.node_k8s.list_runtime_class().items == []
+    finally:
+        api.close()
+    kubeconfig = private_cluster.kubeconfig
+    refused = bootstrap(site, containerd, gpurt_kubeconfig=kubeconfig, gpurt_runtimeclasses_src=None)
+    allowed = bootstrap(site, containerd, gpurt_kubeconfig=kubeconfig, gpurt_runtimeclasses_src=None,
+                        gpurt_allow_no_runtimeclasses=True)
     assert refused.rc == 2, refused
     assert refused.gate_lines() == ["bootstrap: OK", "FAILED: no RuntimeClass was read, so no handler was cross-checked "
                                     "(set allow_no_runtimeclasses / gpurt_allow_no_runtimeclasses=true to audit the "

@@ -78,6 +78,21 @@ def statuses(doc):
 KINDS = [("a", "good"), ("b", "gather"), ("c", "good"), ("d", "refused"), ("e", "good")]
 
 
+def test_batches_are_a_quarter_of_the_hosts_by_default(tmp_path, containerd):
+    """gpurt_serial unset: batches of 25% (2 of 8 hosts). b fails in the first batch (a, b), so with the default
+    gpurt_max_fail_percentage=0 the rollout stops after batch 1: one-host batches would have stopped after
+    batch 2, larger ones would have processed c."""
+    kinds = [("a", "good"), ("b", "gather")] + [(name, "good") for name in "cdefgh"]
+    nodes, inventory = fleet(tmp_path, kinds)
+    run = remediate(inventory)
+    assert run.rc == 2, run
+    doc, _root = reports(tmp_path)
+    assert statuses(doc) == dict({"a": "OK", "b": "FAILED"}, **dict((name, "NOT PROCESSED") for name in "cdefgh"))
+    assert ("STOPPED: the rollout stopped after batch 1: 1 of its 8 host(s) failed (b), more than "
+            "gpurt_max_fail_percentage=0% allows; NOT PROCESSED: 6 host(s)") in run.gate_lines(), run.gate_lines()
+    assert written(nodes["a"]) == ["zz-gpurt-nvidia.toml"] and all(written(nodes[n]) == [] for n in "cdefgh")
+
+
 def test_one_host_batches_stop_by_the_users_percentage(tmp_path, containerd):
     nodes, inventory = fleet(tmp_path, KINDS)
 

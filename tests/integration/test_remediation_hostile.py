@@ -294,3 +294,25 @@ def test_the_restart_hooks_run_around_a_restart_and_nowhere_else(tmp_path, conta
     result = run(playbook, inventory)
     assert result.rc == 2 and "not now" in result.text, result
     assert not os.path.exists(node.path("restarts.log")), result  # neither restarted nor "after"
+
+
+def test_a_dangling_drop_in_dir_symlink_is_refused_as_one(tmp_path, containerd):
+    """Issue 37: a conf.d that is a symlink to a directory that is gone was refused on a writable root with
+    "its owner is whoever mounted / read-only". The refusal names the symlink and its target instead."""
+    node, inventory, _unused = one_node(tmp_path)
+    gone = node.path("mnt/gpu-config/conf.d")
+    os.symlink(gone, node.path("etc/containerd/conf.d"))
+    with open(node.config_path) as handle:
+        before = handle.read()
+    result = run(os.path.join(ansible_run.REPO, "playbooks", "remediate.yml"), inventory, gpurt_reaudit=False,
+                 gpurt_list_nodes=False)
+    text = words(result)
+    assert result.rc != 0 and "Traceback" not in result.text, result
+    link = node.path("etc/containerd/conf.d")
+    assert "%s is a dangling symlink: it points to %s, which does not exist" % (link, gone) in text, result
+    assert "whoever mounted" not in text and "read-only" not in text, result
+    assert ("Its owner is whoever made the symlink %s; the documented way: create %s, or point %s at the directory "
+            "that should hold the file, then run again" % (link, gone, link)) in text, result
+    with open(node.config_path) as handle:
+        assert handle.read() == before
+    assert os.readlink(link) == gone and not os.path.lexists(gone)

@@ -847,21 +847,24 @@ def test_a_write_pinned_to_the_judged_uid_never_re_creates_a_deleted_class_nor_w
     """prevent.yml passes the uid each class had when it was judged (issue 38). Measured on the real
     apiserver: an apply carrying a uid that matches no object is refused (409), one whose uid differs from
     the object's is refused (422); the module says which, and writes nothing."""
-    name = "pin-gated"
+    # On the shared cluster every class this test makes selects no Node of it (a class without a selector
+    # would select every Node that other tests judge meanwhile); the write it pins is a label.
+    private, gated = {"gpurt.test/rcc-pin": "no-node"}, {"gpurt.test/rcc-pin": "gated"}
+    name = PREFIX + "pin-gated"
     delete(api, name)
-    api.runtimeclass(name, "nvidia")
+    api.runtimeclass(name, "nvidia", selector=private)
     judged = live(api, name)["metadata"]["uid"]
     delete(api, name)
-    result, _run = module(name=name, handler="nvidia", node_selector={"pool": "gpu"}, uid=judged)
+    result, _run = module(name=name, handler="nvidia", node_selector=private, labels=gated, uid=judged)
     assert result["failed"] and "was deleted since it was judged (uid %s): not re-created" % judged in result["msg"]
     assert live(api, name) is None
-    api.runtimeclass(name, "nvidia")  # re-created by its owner, another object under the same name
-    result, _run = module(name=name, handler="nvidia", node_selector={"pool": "gpu"}, uid=judged)
+    api.runtimeclass(name, "nvidia", selector=private)  # re-created by its owner, another object under the same name
+    result, _run = module(name=name, handler="nvidia", node_selector=private, labels=gated, uid=judged)
     assert result["failed"] and "was re-created since it was judged" in result["msg"], result
-    assert (live(api, name).get("scheduling") or {}).get("nodeSelector") is None
+    assert not live(api, name)["metadata"].get("labels")
     # the object judged: written
     now = live(api, name)["metadata"]["uid"]
-    result, _run = module(name=name, handler="nvidia", node_selector={"pool": "gpu"}, uid=now)
+    result, _run = module(name=name, handler="nvidia", node_selector=private, labels=gated, uid=now)
     assert result.get("failed") is not True and result["action"] == "updated", result
-    assert live(api, name)["scheduling"]["nodeSelector"] == {"pool": "gpu"}
+    assert live(api, name)["metadata"]["labels"] == gated
     delete(api, name)

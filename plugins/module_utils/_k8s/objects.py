@@ -20,6 +20,7 @@ import os
 
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _host_paths as host_paths
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils._value_types import type_name
+from ansible_collections.gpurt.runtime_gate.plugins.module_utils._k8s import label_syntax
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils._k8s.gate_names import CHECKED_AT, LABEL_PREFIX
 
 try:
@@ -52,9 +53,10 @@ def _object_name(obj, kind, source):
 
 
 def runtimeclass_type_error(obj):
-    """Why a RuntimeClass's field has a type the apiserver would refuse (its nodeSelector values,
-    handler, overhead, tolerations), or None. A wrong-typed field is never read as absent: a
-    nodeSelector value `true` would silently select no node."""
+    """Why a RuntimeClass's field is one the apiserver would refuse (handler, overhead, tolerations
+    of another type; a nodeSelector or metadata.labels outside the label syntax), or None. A wrong
+    field is never read as absent, nor turned into a string: a nodeSelector value `true` would
+    silently select no node."""
     handler = obj.get("handler")
     if handler is not None and not isinstance(handler, str):
         return "handler must be a string, got %s: %r" % (type_name(handler), handler)
@@ -66,17 +68,34 @@ def runtimeclass_type_error(obj):
     if selector is not None:
         if not isinstance(selector, dict):
             return "scheduling.nodeSelector must be a mapping, got %s" % type_name(selector)
-        for key, value in selector.items():
-            if not isinstance(value, str):
-                return ("scheduling.nodeSelector[%r] must be a string, got %s: %r (quote it: \"%s\")"
-                        % (key, type_name(value), value, str(value).lower() if isinstance(value, bool) else value))
+        wrong = label_syntax.map_error(selector, "scheduling.nodeSelector")
+        if wrong:
+            return wrong
     tolerations = scheduling.get("tolerations")
     if tolerations is not None and not isinstance(tolerations, list):
         return "scheduling.tolerations must be a list, got %s" % type_name(tolerations)
     pod_fixed = _mapping(obj.get("overhead")).get("podFixed")
     if pod_fixed is not None and not isinstance(pod_fixed, dict):
         return "overhead.podFixed must be a mapping, got %s" % type_name(pod_fixed)
-    return None
+    return labels_error(obj)
+
+
+def labels_error(obj):
+    """Why an object's metadata.labels is one the apiserver refuses (not a mapping, or a key or
+    value outside the label syntax), or None."""
+    labels = _mapping(obj.get("metadata")).get("labels")
+    if labels is None:
+        return None
+    if not isinstance(labels, dict):
+        return "metadata.labels must be a mapping, got %s" % type_name(labels)
+    return label_syntax.map_error(labels, "metadata.labels")
+
+
+def _refusal(wrong):
+    """A field's problem as a refusal: what the apiserver does with it, unless the problem says so."""
+    if "apiserver" in wrong:
+        return wrong
+    return "%s (the apiserver refuses it; a manifest must hold what it would store)" % wrong
 
 
 def _uid(obj):
@@ -92,8 +111,7 @@ def normalize_runtimeclass(obj, source):
     name = _object_name(obj, "RuntimeClass", source)
     wrong = runtimeclass_type_error(obj)
     if wrong:
-        raise ValueError("%s: %s (the apiserver refuses it; a manifest must hold what it would store)"
-                         % (_describe(obj, "RuntimeClass", source), wrong))
+        raise ValueError("%s: %s" % (_describe(obj, "RuntimeClass", source), _refusal(wrong)))
     handler = obj.get("handler")
     if not isinstance(handler, str) or not handler:
         raise ValueError("%s has no handler" % _describe(obj, "RuntimeClass", source))
@@ -128,6 +146,9 @@ def normalize_node(obj, source=None):
     runtime_handler_features maps every entry, "" included, to its features (None likewise).
     """
     name = _object_name(obj, "Node", source)
+    wrong = labels_error(obj)
+    if wrong:
+        raise ValueError("%s: %s" % (_describe(obj, "Node", source), _refusal(wrong)))
     metadata = _mapping(obj.get("metadata"))
     spec = _mapping(obj.get("spec"))
     status = _mapping(obj.get("status"))

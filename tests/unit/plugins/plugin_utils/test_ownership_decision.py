@@ -119,6 +119,22 @@ def test_a_read_only_tree_of_an_unknown_os_is_refused_naming_the_mount(tmp_path)
     assert result["decision"] == decision.REFUSE and result["owner"] == "whoever mounted %s read-only" % os.path.join(root, "etc")
 
 
+def test_a_dangling_drop_in_dir_is_refused_as_a_dangling_symlink_on_a_writable_root(tmp_path):
+    """Before: "its owner is whoever mounted / read-only" on a writable root, as root."""
+    root = node_tree(tmp_path, {"etc/containerd/config.toml": "version = 2\n"})
+    os.symlink("/mnt/gpu-config/conf.d", os.path.join(root, "etc/containerd/conf.d"))
+    path = os.path.join(root, "etc/containerd/conf.d/99-gpurt-nvidia.toml")
+    mountinfo = "1 0 0:1 / / rw - ext4 /dev/a rw\n"
+    result = decision.decide(own.gather([path], root=root, mountinfo=mountinfo), path)
+    assert result["decision"] == decision.REFUSE
+    assert result["owner"] == "whoever made the symlink /etc/containerd/conf.d"
+    assert result["message"] == (
+        "/etc/containerd/conf.d/99-gpurt-nvidia.toml: not written: %s is a dangling symlink: it points to "
+        "/mnt/gpu-config/conf.d, which does not exist. Its owner is whoever made the symlink /etc/containerd/conf.d; "
+        "the documented way: create /mnt/gpu-config/conf.d, or point /etc/containerd/conf.d at the directory that "
+        "should hold the file, then run again. Nothing was written." % os.path.join(root, "etc/containerd/conf.d"))
+
+
 def test_a_volatile_tree_is_refused_as_rebuilt_at_boot(tmp_path):
     root = node_tree(tmp_path, {"etc/containerd/config.toml": "version = 2\n"})
     path = os.path.join(root, "etc/containerd/config.toml")
