@@ -18,6 +18,7 @@ import stat
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _containerd_facts as containerd_facts
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _host_paths as host_paths
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _node_config_text as node_config_text
+from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _node_fragment_load as fragment_load
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _node_fragment_scan as fragment_scan
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _restart_marker as restart_marker
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils._node_commands import (
@@ -255,7 +256,11 @@ def gather(params, ran=None):
     imports, files, scan = collect_files(config_path, config_text, dropin_dirs, params["max_file_bytes"], relative_base,
                                          timeout, runtime_files)
     files[0]["error"] = config_error
-    result.update(imports=imports, files=files, dropin_dirs=dropin_dirs, fragment_scan=scan)
+    result.update(imports=imports, files=files, dropin_dirs=dropin_dirs, fragment_scan=scan, fragment_loads=None)
+    if dump is not None and config_text is not None:
+        # each fragment nothing imports, loaded as an import by this containerd: what it would change
+        result["fragment_loads"] = fragment_load.load_unreferenced(binary, config_path, config_text, imports, files,
+                                                                   params)
 
     texts = [dump or ""] + [item["content"] or "" for item in files]
     names = set()

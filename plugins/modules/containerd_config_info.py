@@ -394,6 +394,38 @@ files:
           description: The first ten of those settings, as dotted keys.
           type: list
           elements: str
+        placeholders:
+          description: For an C(unreferenced) file, whether a string of it is a generator's placeholder
+            (C(${SNAP_DATA}), a Go template action).
+          type: bool
+        load:
+          description:
+            - For an C(unreferenced) fragment whose settings the loaded config does not carry, what the node's containerd
+              loads with it imported, compared with the loaded config.
+            - C(state) is C(loaded) (C(changed) and C(changed_count) say which keys it would change, C(substituted) the
+              keys whose placeholder the loaded value fills), C(refused), C(error) or C(not_loaded) (C(why) says why).
+          type: dict
+        named_by:
+          description: For an C(unreferenced) file, the loaded file whose generated header names it as its input, and
+            that line.
+          type: str
+        generated:
+          description: For a C(main) or C(imported) file, the header line that marks it as a generator's output.
+          type: str
+    load:
+      description:
+        - For an C(unreferenced) file (at most eight per node), C(containerd config dump) of a scratch copy of the
+          config that imports a scratch copy of it, as the node's containerd loads it; only with O(keep_texts=true).
+        - C(rc), C(dump) (when C(rc) is 0), C(cause) (when not), C(warnings); or C(error) when the load did not run to
+          the end.
+      type: dict
+fragment_loads:
+  description:
+    - How many C(unreferenced) files the node's containerd loaded as an import to judge them (C(loaded)), the cap
+      (C(cap)) and the files the cap left out (C(left_out)), judged by their settings only. Null when the config
+      was not loaded.
+  returned: success
+  type: dict
 dropin_dirs:
   description: The drop-in directories that were listed (O(dropin_dirs) or its default).
   returned: success

@@ -316,6 +316,11 @@ fragment_scan:
     (as M(gpurt.runtime_gate.containerd_config_info) returns it).
   returned: step is gather or write
   type: dict
+fragment_loads:
+  description: O(step=gather) and O(step=write) - the config fragments nothing imports that the node's containerd
+    loaded as an import, and what its cap left out (as M(gpurt.runtime_gate.containerd_config_info) returns it).
+  returned: step is gather or write
+  type: dict
 paths:
   description:
     - O(step=gather) and O(step=write) - facts on the runtime binaries and files named in the dump and files, and on

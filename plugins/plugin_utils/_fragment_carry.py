@@ -3,7 +3,10 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Whether the loaded config carries what a file nothing imports says: a generator (Talos merges
 its .part files into cri.toml, microk8s renders its template) may have merged it already, and then
-the file is no orphan. Pure logic on parsed TOML."""
+the file is no orphan. Two tests: the settings of the file found in the loaded config (not_carried),
+and, where that fails, what containerd's own load of the file as an import changes in the loaded
+config (load_changes: keys containerd drops or renames on a version migration change nothing).
+Pure logic on parsed TOML."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -42,6 +45,8 @@ def _at(doc, path):
 
 
 def _same(want, have):
+    if isinstance(want, list) and isinstance(have, list):
+        return len(want) == len(have) and all(_same(w, h) for w, h in zip(want, have))
     if isinstance(want, str) and _PLACEHOLDER.search(want):
         pattern = "".join(".*" if _PLACEHOLDER.fullmatch(part) else re.escape(part)
                           for part in re.split(r"(\$\{[^}]*\}|\{\{.*?\}\})", want))
@@ -89,5 +94,63 @@ def not_carried(doc, loaded):
     for path, value in _leaves(dict((k, v) for k, v in doc.items() if k not in _NOT_SETTINGS), ()):
         if not path or _carried(loaded or {}, path, value):
             continue
-        missing.append(".".join('"%s"' % k if "." in k else k for k in path))
+        missing.append(_dotted(path))
     return len(missing), missing[:_MAX_REPORTED]
+
+
+def _dotted(path):
+    return ".".join('"%s"' % k if "." in k else k for k in path)
+
+
+def load_changes(with_fragment, loaded):
+    """What loading the fragment changes: (changed, substituted) dotted keys, each sorted, comparing
+    the dump of the config with the fragment imported (with_fragment) and the node's own dump (loaded),
+    both without their top-level imports. A key whose value with the fragment is a generator's
+    placeholder (${SNAP_DATA}, {{ .X }}) that the loaded value fills is substituted, not changed."""
+    def settings(doc):
+        doc = doc if isinstance(doc, dict) else {}
+        return dict(_leaves(dict((k, v) for k, v in doc.items() if k != "imports"), ()))
+    mine, theirs = settings(with_fragment), settings(loaded)
+    changed, substituted = [], []
+    for path in sorted(set(mine) | set(theirs)):
+        if not path:
+            continue
+        if path in mine and path in theirs and mine[path] == theirs[path]:
+            continue
+        if path in mine and path in theirs and _has_placeholder(mine[path]) and _same(mine[path], theirs[path]):
+            substituted.append(_dotted(path))
+        else:
+            changed.append(_dotted(path))
+    return changed, substituted
+
+
+def _has_placeholder(value):
+    if isinstance(value, list):
+        return any(_has_placeholder(item) for item in value)
+    return isinstance(value, str) and _PLACEHOLDER.search(value) is not None
+
+
+def has_placeholders(doc):
+    """Whether any string of doc is a generator's placeholder: the mark of a template."""
+    return any(_has_placeholder(value) for _path, value in _leaves(doc if isinstance(doc, dict) else {}, ()))
+
+
+def load_verdict(load, loaded, parse):
+    """What the node's load of a fragment says, for the check: {state, why, changed, changed_count,
+    substituted}. state is ``loaded`` (changed lists what it would change), ``refused`` (containerd
+    will not load the config with it), ``error`` (the load did not run to the end) or ``not_loaded``.
+    parse(text) -> document, raising ValueError for a dump it cannot read."""
+    if not load:
+        return {"state": "not_loaded", "why": "not loaded by containerd"}
+    if load.get("error"):
+        return {"state": "error", "why": load["error"]}
+    if load.get("rc") != 0:
+        return {"state": "refused", "why": "containerd refuses the config with it imported (exit %s): %s"
+                % (load.get("rc"), load.get("cause") or "no cause printed")}
+    try:
+        doc = parse(load.get("dump") or "")
+    except ValueError as exc:
+        return {"state": "error", "why": "its dump cannot be read: %s" % exc}
+    changed, substituted = load_changes(doc, loaded)
+    return {"state": "loaded", "changed": changed[:_MAX_REPORTED], "changed_count": len(changed),
+            "substituted": substituted[:_MAX_REPORTED], "why": None}

@@ -7,6 +7,9 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import os
+
+from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _ownership as ownership
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _config_shapes as config_shapes
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _fragment_carry as fragment_carry
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _loader_warnings as loader_warnings
@@ -82,8 +85,12 @@ def _summary_and_doc(entry, loaded_doc=None):
         )
         if entry["role"] == "unreferenced":
             summary["fragment"] = fragment_carry.is_fragment(doc)
+            summary["placeholders"] = fragment_carry.has_placeholders(doc)
             if loaded_doc is not None:
                 summary["not_carried_count"], summary["not_carried"] = fragment_carry.not_carried(doc, loaded_doc)
+                if summary["not_carried_count"] and summary["fragment"]:
+                    summary["load"] = fragment_carry.load_verdict(
+                        entry.get("load"), loaded_doc, lambda text: toml_codec.loads(text, "the dump with it imported"))
     except (toml_codec.TomlError, config_shapes.ConfigShapeError) as exc:
         summary["error"] = str(exc)
         doc = None
@@ -115,9 +122,28 @@ def parse_gathered(result):
         entry["parsed"], file_doc = _summary_and_doc(entry, doc)
         if file_doc is not None and entry["role"] in ("main", "imported"):
             merged.append((entry["path"], file_doc))
+    add_named_inputs(result.get("files", []))
     # containerd's own load warnings, each with the file that sets what it names
     result["load_warnings"] = loader_warnings.read(result.get("dump_warnings"), merged, doc) if doc is not None else []
     return result
+
+
+def add_named_inputs(files):
+    """``generated`` (its header line) on each loaded file a generator marks as its output, and ``named_by``
+    on each unreferenced file such a header names as its input ("DO NOT EDIT. Use config-v3.toml.tmpl
+    instead."): the evidence of a generator's input."""
+    named = {}
+    for entry in files:
+        if entry["role"] in ("main", "imported") and entry.get("content"):
+            line, name = ownership.header(entry["content"])
+            if line:
+                entry["parsed"]["generated"] = line
+            if name:
+                path = os.path.normpath(os.path.join(os.path.dirname(entry["path"]), name))
+                named.setdefault(path, "%s: '%s'" % (entry["path"], line))
+    for entry in files:
+        if entry["role"] == "unreferenced" and os.path.normpath(entry["path"]) in named:
+            entry["parsed"]["named_by"] = named[os.path.normpath(entry["path"])]
 
 
 def drop_texts(result):
@@ -128,4 +154,5 @@ def drop_texts(result):
     result.pop("dump", None)
     for entry in result.get("files", []):
         entry.pop("content", None)
+        entry.pop("load", None)  # its verdict is in parsed.load
     return result

@@ -13,6 +13,7 @@ import os
 import re
 
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _containerd_facts as containerd_facts
+from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _node_fragment_load as fragment_load
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _config_shapes as config_shapes
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils._checks.context import dropins_above_root, merged_files
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils._checks.model import finding
@@ -52,8 +53,9 @@ def _fragments_in(files, directory):
 
 @check("dead_imports_glob", ("warning", "info"), "info when its directory exists and holds no config fragment (a slot "
        "waiting for a drop-in: k0s, image-builder, k8s-snap and containerd 2.2+'s default config create it empty), "
-       "or when it is containerd 2.2+'s own default entry (conf.d/*.toml beside the main config) whose directory "
-       "does not exist yet; else warning",
+       "or when it is containerd 2.2+'s own default entry (conf.d/*.toml beside the main config) or an entry of a "
+       "generated config (its header says so: k3s' config-v3.toml.d) whose directory does not exist yet; else "
+       "warning",
        "an `imports` entry matches no file on the node (containerd skips it silently)",
        ("imports",),
        not_fixed("other entries are left as they are; the role adds an entry of its own only when none loads "
@@ -68,9 +70,14 @@ def check_dead_imports(ctx):
         fragments = _fragments_in(files, directory)
         slot = bool(entry.get("dir_exists")) and not fragments
         default_slot = not entry.get("dir_exists", True) and _containerd_default_entry(ctx, entry)
-        if slot or default_slot:
+        generated = _generated(files, entry.get("declared_in"))
+        generated_slot = not entry.get("dir_exists", True) and generated is not None
+        if slot or default_slot or generated_slot:
             if slot:
                 why = "%s exists and holds no config fragment" % directory
+            elif generated_slot and not default_slot:
+                why = ("%s is generated (%s) and imports it; %s does not exist until a drop-in is written there"
+                       % (entry["declared_in"], generated, directory))
             else:
                 why = "it is the entry containerd %s's own default config carries, and %s does not exist" % (
                     ctx.gathered.get("version") or "2.2+", directory)
@@ -85,11 +92,20 @@ def check_dead_imports(ctx):
                     % os.path.join(directory, "*" + os.path.splitext(fragments[0])[1])) if fragments
                    else "remove the entry or write the drop-ins it is meant to load")
         out.append(finding(
-            ctx.node, "dead_imports_glob", "info" if slot or default_slot else "warning", entry["pattern"], message, fix,
+            ctx.node, "dead_imports_glob", "info" if slot or default_slot or generated_slot else "warning",
+            entry["pattern"], message, fix,
             {"pattern": entry["pattern"], "resolved": entry["resolved"], "declared_in": entry["declared_in"],
              "dir": directory, "dir_exists": entry.get("dir_exists"), "files_in_dir": fragments},
         ))
     return out
+
+
+def _generated(files, path):
+    """The generated header line of the loaded file at path (a generator's output), or None."""
+    for f in files:
+        if f["path"] == path and f["role"] in ("main", "imported"):
+            return (f.get("parsed") or {}).get("generated")
+    return None
 
 
 def _containerd_default_entry(ctx, entry):
@@ -104,23 +120,50 @@ def _declared_runtimes(parsed):
     return sorted(set(n for names in (parsed.get("runtimes_by_plugin") or {}).values() for n in names))
 
 
-def _is_orphan(parsed, lost):
-    """A fragment whose settings the loaded config does not carry (a generator may have merged it);
-    without a loaded config (containerd refused it), one that declares runtimes that are not loaded."""
+def _judge(parsed, lost):
+    """(orphan, why) of a file nothing imports: orphan is True (error), False (no orphan, said at info
+    level) or None (nothing to say). The rule: a fragment is an orphan only when loading it, as this
+    node's containerd would load it as an import, changes what containerd loads."""
     if parsed.get("error") or not parsed.get("fragment", True):
-        return False
-    if "not_carried_count" in parsed:
-        return parsed["not_carried_count"] > 0
-    return bool(lost) or "runtimes_by_plugin" in parsed
+        return None, None
+    if "not_carried_count" not in parsed:  # containerd refused the config: nothing loaded to compare with
+        orphan = bool(lost) or "runtimes_by_plugin" in parsed
+        return (True, "containerd loads no config on this node to compare it with") if orphan else (None, None)
+    if parsed["not_carried_count"] == 0:
+        return None, None  # the loaded config carries every setting it has
+    load = parsed.get("load") or {"state": "not_loaded", "why": "not loaded by containerd"}
+    missing = ", ".join(parsed.get("not_carried") or [])
+    if load["state"] == "loaded" and not load["changed_count"]:
+        why = ("containerd's own load of it as an import changes nothing this node loads, though the loaded "
+               "config does not carry its %s as written (keys containerd drops or renames when it loads that "
+               "version, or values a generator substituted)" % missing)
+        if load.get("substituted"):
+            why += "; placeholders a generator fills: %s" % ", ".join(load["substituted"][:3])
+        return False, why
+    if load["state"] == "loaded":
+        return True, "importing it would change %d key(s) of the loaded config: %s" % (
+            load["changed_count"], ", ".join(load["changed"][:3]))
+    # containerd could not judge it: the evidence rules decide
+    if parsed.get("named_by"):
+        return False, ("it is a generator's input: %s names it (%s; the loaded config does not carry its %s)"
+                       % (parsed["named_by"], load["why"], missing))
+    return True, "the loaded config does not carry its %s (judged without containerd's load: %s)" % (
+        missing, load["why"])
 
 
-@check("orphan_dropin", ("error",), "error",
+@check("orphan_dropin", ("error", "info"), "error when loading it as an import would change what containerd loads; "
+       "info when the loaded config does not carry its settings as written but containerd's own load of it changes "
+       "nothing (or, where containerd cannot load it, a loaded file's generated header names it as its input)",
        "a containerd config fragment (top-level `version` or `plugins` table) beside the config tree (its dir and "
        "subdirs, the known tools' drop-in dirs such as k0s' containerd.d, the dirs imports name) that no `imports` "
-       "entry loads and whose settings the loaded config does not carry (`.conf` vs `.toml`; `config.d/` vs "
-       "`conf.d/`, as a released nvidia-ctk did; on 2.3, any drop-in when the config file declares no imports); "
-       "files a runtime names (`ConfigPath`, `base_runtime_spec`), generator inputs already merged (Talos' .part "
-       "files) and backups (`*~`, `*.bak`, `*.dpkg-*`, ...) are not orphans",
+       "entry loads, judged by containerd's own load: the node's containerd dumps a scratch copy of the config "
+       "importing it, compared with the loaded config (`.conf` vs `.toml`; `config.d/` vs `conf.d/`, as a released "
+       "nvidia-ctk did; on 2.3, any drop-in when the config file declares no imports). Not orphans: files whose "
+       "settings the loaded config carries or whose load changes nothing (generator inputs already merged: Talos' "
+       ".part files, microk8s' template; keys a version migration drops: runtime_engine, runtime_root, no_pivot), "
+       "files a runtime names (`ConfigPath`, `base_runtime_spec`) and backups (`*~`, `*.bak`, `*.dpkg-*`, ...). At "
+       "most %d fragments are loaded per node; the others are judged by their settings and the finding says so"
+       % fragment_load.MAX_LOADS,
        ("files", "loaded"),
        not_fixed("files of other tools are never moved, renamed or removed; the role's own drop-ins always get an "
                  "`imports` entry that loads them"))
@@ -134,7 +177,20 @@ def check_orphans(ctx):
         parsed = entry.get("parsed") or {}
         declared = _declared_runtimes(parsed)
         lost = [n for n in declared if n not in ctx.handlers]
-        if not _is_orphan(parsed, lost):
+        orphan, judged = _judge(parsed, lost)
+        if orphan is None:
+            continue
+        load = parsed.get("load") or {}
+        evidence = {"file": entry["path"], "imports": resolved, "declares_runtimes": declared, "not_loaded": lost,
+                    "not_carried": parsed.get("not_carried") or [], "not_carried_count": parsed.get("not_carried_count"),
+                    "load": load.get("state"), "would_change": load.get("changed") or [],
+                    "would_change_count": load.get("changed_count"), "substituted": load.get("substituted") or [],
+                    "load_why": load.get("why"), "named_by": parsed.get("named_by"), "judged": judged}
+        if not orphan:
+            out.append(finding(
+                ctx.node, "orphan_dropin", "info", entry["path"],
+                "%s is a containerd config fragment no imports entry loads, and no orphan: %s" % (entry["path"], judged),
+                "nothing to fix", evidence))
             continue
         same_dir = [p for p in resolved if _dir_of(p) == _dir_of(entry["path"])]
         if same_dir:
@@ -150,19 +206,13 @@ def check_orphans(ctx):
         fix = ("rename it to match %s, or add '%s' to imports" % (same_dir[0], glob)) if same_dir else (
             "add '%s' to the imports of %s, or move it into a dir an imports entry reads"
             % (glob, gathered.get("config_path") or "the config"))
-        missing = parsed.get("not_carried") or []
-        detail = ""
-        if lost:
-            detail = "; runtimes it declares are not loaded: %s" % ", ".join(lost)
-        elif missing:
-            detail = "; the loaded config does not carry its %s" % ", ".join(missing[:3])
+        detail = "; runtimes it declares are not loaded: %s" % ", ".join(lost) if lost else ""
+        evidence["glob"] = glob
         out.append(finding(
             ctx.node, "orphan_dropin", "error", entry["path"],
-            "%s is a containerd config fragment that is never loaded: %s%s; the glob '%s' would load it"
-            % (entry["path"], why, detail, glob),
-            fix,
-            {"file": entry["path"], "imports": resolved, "glob": glob, "declares_runtimes": declared,
-             "not_loaded": lost, "not_carried": missing, "not_carried_count": parsed.get("not_carried_count")},
+            "%s is a containerd config fragment that is never loaded: %s%s; %s; the glob '%s' would load it"
+            % (entry["path"], why, detail, judged, glob),
+            fix, evidence,
         ))
     return out
 

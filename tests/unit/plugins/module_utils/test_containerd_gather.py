@@ -186,8 +186,13 @@ def test_gather_follows_imports_and_lists_unreferenced_dropins(tmp_path):
     assert result["imports"][1]["declared_in"] == str(etc / "conf.d/10-a.toml")
     assert result["dropin_dirs"] == [str(etc / "conf.d"), str(etc / "config.d")]
     assert "running" not in result
-    # both commands ran once
-    assert sorted(fake.calls()) == ["--config %s config dump" % (etc / "config.toml"), "--version"]
+    # both commands ran once, and one load of a scratch config per fragment nothing imports
+    calls = fake.calls()
+    scratch = [c for c in calls if "/gpurt-fragment-" in c]
+    assert len(scratch) == 2 and all(c.endswith("/config.toml config dump") for c in scratch)
+    assert sorted(c for c in calls if c not in scratch) == ["--config %s config dump" % (etc / "config.toml"), "--version"]
+    assert result["fragment_loads"] == {"loaded": 2, "cap": 8, "left_out": []}
+    assert [f["load"]["rc"] for f in result["files"] if f["role"] == "unreferenced"] == [0, 0]
 
 
 def test_gather_without_a_config_file_dumps_the_defaults(tmp_path):
