@@ -21,7 +21,9 @@ import re
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils._value_types import type_name
 
 NAME = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
-_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+# RFC 1123 names, as the apiserver checks object names and RuntimeClass handlers (a handler is a DNS label).
+DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 MAX_NAME = 63
 MAX_PREFIX = 253
 MAX_VALUE = 63
@@ -45,7 +47,7 @@ def key_error(key):
             return "the prefix before '/' is empty"
         if len(prefix) > MAX_PREFIX:
             return "its prefix is %d characters long (at most %d)" % (len(prefix), MAX_PREFIX)
-        if not _DNS_SUBDOMAIN.match(prefix):
+        if not DNS_SUBDOMAIN.match(prefix):
             return ("its prefix '%s' is not a DNS subdomain (lowercase letters, digits, '-' and '.', "
                     "beginning and ending with a letter or digit)" % prefix)
     if not name:

@@ -16,20 +16,18 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import copy
-import re
 
 from ansible.module_utils.basic import missing_required_lib
 
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _k8s as kube
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _quantity as quantity
+from ansible_collections.gpurt.runtime_gate.plugins.module_utils._k8s import label_syntax
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils._k8s import objects as k8s_objects
 
 API_VERSION = "node.k8s.io/v1"
 KIND = "RuntimeClass"
 RESOURCE = "runtimeclasses"
 FIELD_MANAGER = "gpurt"
-_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 TOLERATION_KEYS = ("key", "operator", "value", "effect", "tolerationSeconds")
 TOLERATION_OPERATORS = ("Exists", "Equal")
 TOLERATION_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
@@ -98,7 +96,7 @@ def desired_from_params(params):
     """The fields the user gave, validated: {handler, overhead, node_selector, tolerations,
     labels}, each empty when not given; None for state=absent. ValueError names the bad option."""
     name = params["name"]
-    if not _DNS_SUBDOMAIN.match(name) or len(name) > 253:
+    if not label_syntax.DNS_SUBDOMAIN.match(name) or len(name) > 253:
         raise ValueError("name '%s' is not a valid RuntimeClass name (a lowercase DNS subdomain: a-z, 0-9, "
                          "'-' and '.', at most 253 characters)" % name)
     if params["state"] == "absent":
@@ -106,7 +104,7 @@ def desired_from_params(params):
     handler = params.get("handler")
     if not handler:
         raise ValueError("handler is required with state=present")
-    if not _DNS_LABEL.match(handler) or len(handler) > 63:
+    if not label_syntax.DNS_LABEL.match(handler) or len(handler) > 63:
         raise ValueError("handler '%s' is not a valid handler (a lowercase DNS label: a-z, 0-9 and '-', at most "
                          "63 characters), the way containerd runtime names must be for a RuntimeClass" % handler)
     overhead = _string_map(params.get("overhead"), "overhead")

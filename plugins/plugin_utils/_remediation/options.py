@@ -15,6 +15,7 @@ import re
 
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _containerd_facts as containerd_facts
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _host_paths as host_paths
+from ansible_collections.gpurt.runtime_gate.plugins.module_utils._k8s import label_syntax
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _input_types as input_types
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils._checks.kubelet import kubelet_cgroup_driver
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils._checks.model import NotRun
@@ -22,7 +23,6 @@ from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils._remediation.ow
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils._remediation.refusal import Refusal
 
 
-_RUNTIME_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _GLOB_CHARS = re.compile(r"[*?\[\]]")
 
 
@@ -176,7 +176,7 @@ def normalize_runtimes(runtimes, systemd_cgroup, kubelet_cgroup=lambda: None):
         if not isinstance(spec, dict) or not spec.get("name"):
             raise Refusal("runtime #%d needs a name" % (index + 1))
         name = spec["name"]
-        if not isinstance(name, str) or not _RUNTIME_NAME.match(name) or len(name) > 63:
+        if not isinstance(name, str) or not label_syntax.DNS_LABEL.match(name) or len(name) > 63:
             raise Refusal("runtime name %r is not a DNS label, which RuntimeClass handlers must be" % (name,))
         if name in seen:
             raise Refusal("runtime %r is listed twice" % name)
