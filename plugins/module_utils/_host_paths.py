@@ -52,6 +52,13 @@ def go_glob(pattern):
     return matches
 
 
+def relative_import_base(major, minor):
+    """The base_dir of resolve_import for a containerd release: before 1.7 a relative imports entry
+    resolves against the daemon's working directory (/, where systemd starts it); from 1.7 against
+    the declaring file's dir (None)."""
+    return "/" if (major, minor) < (1, 7) else None
+
+
 def resolve_import(pattern, config_path, base_dir=None):
     """The path containerd reads for an imports entry. 1.7+ resolves a relative entry
     against the declaring file's dir; 1.6 against its working directory (base_dir)."""

@@ -22,7 +22,7 @@ from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _node_fr
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _node_fragment_scan as fragment_scan
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _restart_marker as restart_marker
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils._node_commands import (
-    DAEMON_CWD, GatherError, cause_line, containerd_version, finish, find_binary, kill, loader_lines, memory_limit,
+    GatherError, cause_line, containerd_version, finish, find_binary, kill, loader_lines, memory_limit,
     parse_version, start, start_version)
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils._node_running_view import running_view
 
@@ -249,7 +249,7 @@ def gather(params, ran=None):
     if dropin_dirs is None:
         dropin_dirs = containerd_facts.dropin_dirs(config_path)
         dropin_dirs += [d for d in containerd_facts.KNOWN_DROPIN_DIRS if d not in dropin_dirs and os.path.isdir(d)]
-    relative_base = DAEMON_CWD if (major, minor) < (1, 7) else None
+    relative_base = host_paths.relative_import_base(major, minor)
     runtime_files = set()
     for key in RUNTIME_PATH_KEYS:
         runtime_files.update(string_values(dump or "", key))

@@ -65,7 +65,7 @@ class _Node(object):
 
 
 def _resolved_imports(node, entries):
-    base = "/" if (node.major, node.minor) < (1, 7) else None
+    base = host_paths.relative_import_base(node.major, node.minor)
     return [host_paths.resolve_import(p, node.config_path, base) for p in entries]
 
 
