@@ -36,9 +36,10 @@ import os
 from ansible.plugins.callback import CallbackBase
 
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils._checks.model import one_line
+from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils._collection import COLLECTION_ROOT
 
 RESULT_KEY = "gpurt_summary_lines"
-COLLECTION_ROOT = os.path.realpath(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+_REAL_ROOT = os.path.realpath(COLLECTION_ROOT)
 # Failures shown when nothing was judged; the rest are counted.
 SHOWN_FAILURES = 5
 SHOWN_MESSAGE_LINES = 10
@@ -51,7 +52,7 @@ def _ours(task):
         return True
     path = task.get_path() if hasattr(task, "get_path") else None
     path = os.path.realpath(path.rsplit(":", 1)[0]) if path else ""
-    return path.startswith(COLLECTION_ROOT + os.sep)
+    return path.startswith(_REAL_ROOT + os.sep)
 
 
 class CallbackModule(CallbackBase):

@@ -15,8 +15,8 @@ import difflib
 import os
 
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _safe_yaml as safe_yaml
+from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils._collection import COLLECTION_ROOT
 
-COLLECTION_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SPEC_PATH = os.path.join(COLLECTION_ROOT, "playbooks", "vars", "argument_specs.yml")
 PREFIX = "gpurt_"
 # Set by the playbooks themselves (registered results, facts); seen when one ansible-playbook run

@@ -17,10 +17,10 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import re
 import time
 
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils._k8s.gate_names import CHECKED_AT, LABEL_PREFIX
+from ansible_collections.gpurt.runtime_gate.plugins.module_utils._k8s import label_syntax
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils._k8s.node_labels import checked_time
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils._node_labels import age_seconds, handler_of, label_key
 
@@ -34,7 +34,6 @@ KEYS_KEY = "keys"
 LOADED_KEY = "loaded"
 # A ConfigMap is at most 1 MiB with its metadata: refuse parameters above this before writing them.
 PARAMS_MAX_BYTES = 900 * 1024
-_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 
 
 class PreventError(ValueError):
@@ -219,7 +218,7 @@ def validate_inputs(mode, names, max_age="24h", namespace=None, deadline=None):
     except ValueError as exc:
         raise PreventError(str(exc))
     if namespace is not None and (not isinstance(namespace, str) or len(namespace) > 63
-                                  or not _DNS_LABEL.match(namespace)):
+                                  or not label_syntax.DNS_LABEL.match(namespace)):
         raise PreventError("gpurt_admission_namespace must be a namespace name (a lowercase DNS label: a-z, 0-9 "
                            "and '-', at most 63 characters; got %r)" % (namespace,))
     if deadline is not None:

@@ -17,7 +17,8 @@ import posixpath
 
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _containerd_facts as containerd_facts
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _safe_yaml as safe_yaml
-from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils._playbook_inputs import COLLECTION_ROOT, validation_options
+from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils._collection import COLLECTION_ROOT
+from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils._playbook_inputs import validation_options
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils._user_words import ROLE_PREFIX as PREFIX
 
 SPEC_PATH = os.path.join(COLLECTION_ROOT, "roles", "containerd_runtime", "meta", "argument_specs.yml")

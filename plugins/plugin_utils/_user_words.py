@@ -13,7 +13,8 @@ __metaclass__ = type
 import os
 import re
 
-COLLECTION_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils._collection import COLLECTION_ROOT
+
 K8S_AUTH_PATH = os.path.join(COLLECTION_ROOT, "playbooks", "vars", "k8s_auth.yml")
 # The module_defaults variable of the playbooks: present in a task's variables when a playbook of
 # the collection runs it.

@@ -65,3 +65,21 @@ def test_the_role_and_the_audit_agree_on_runc_types():
     from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _remediation as remediation
     specs = remediation.normalize_runtimes([{"name": "legacy", "runtime_type": "io.containerd.runtime.v1.linux"}], True)
     assert specs[0]["table"]["options"] == {"SystemdCgroup": True}
+
+
+# Facts that are rules rather than values: the RFC 1123 name patterns (module_utils/_k8s/label_syntax).
+RULES = [r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"]
+
+
+@pytest.mark.parametrize("rule", RULES, ids=["dns_label", "dns_subdomain"])
+def test_a_name_rule_is_written_once(rule):
+    places = ["%s:%d" % (os.path.relpath(path, PLUGINS), line) for path in python_files()
+              for line, text in code_strings(path) if text == rule]
+    assert len(places) == 1, "%r is written in %s; import it from module_utils/_k8s/label_syntax" % (rule, places)
+
+
+@pytest.mark.parametrize("name", ["COLLECTION_ROOT"])
+def test_a_collection_fact_is_assigned_once(name):
+    places = ["%s:%d" % (os.path.relpath(path, PLUGINS), line) for path in python_files()
+              for line in assignments(path, name)]
+    assert len(places) == 1, "%s is assigned in %s" % (name, places)

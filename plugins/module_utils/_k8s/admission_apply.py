@@ -21,10 +21,10 @@ __metaclass__ = type
 
 import copy
 import os
-import re
 import time
 
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _k8s as kube
+from ansible_collections.gpurt.runtime_gate.plugins.module_utils._k8s import label_syntax
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils._k8s.module_session import module_session
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils._k8s.gate_names import (
     GATE_FIELD_MANAGER, PARAMS_CONFIGMAP, PARAMS_NAMESPACE, POLICY_NAME, VALIDATION_ACTIONS)
@@ -34,7 +34,6 @@ GROUP_PATH = "/apis/admissionregistration.k8s.io/v1"
 NEEDED = ("validatingadmissionpolicies", "validatingadmissionpolicybindings")
 # What a write can change; the rest of metadata is the apiserver's.
 _COMPARED = ("spec", "data")
-_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 # The enforcement probe: a RuntimeClass no Node can run, created with dryRun=All only.
 PROBE_HANDLER = "gpurt-enforcement-probe"
 PROBE_PREFIX = "gpurt-runtime-gate-probe-"
@@ -118,7 +117,7 @@ def _spec_taken(live, wanted, field_manager):
 def desired(params):
     """(configmap, policy, binding) bodies; ValueError on a manifest that is not ours or a bad namespace."""
     namespace = params["namespace"]
-    if not isinstance(namespace, str) or len(namespace) > 63 or not _DNS_LABEL.match(namespace):
+    if not isinstance(namespace, str) or len(namespace) > 63 or not label_syntax.DNS_LABEL.match(namespace):
         raise ValueError("namespace %r is not a namespace name (a lowercase DNS label: a-z, 0-9 and '-', at most 63 "
                          "characters); set gpurt_admission_namespace" % (namespace,))
     policy, binding = copy.deepcopy(params["policy"]), copy.deepcopy(params["binding"])

@@ -15,6 +15,7 @@ import os
 import re
 
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _checks as checks
+from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils._collection import COLLECTION_ROOT
 
 
 OK = "OK"
@@ -33,7 +34,6 @@ PASSED = "passed"
 FAILED_OUTCOME = "failed"
 NOT_JUDGED = "not_judged"
 # plugins/plugin_utils/_report/model.py: four levels below the collection
-COLLECTION_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 
 def collection_version(root=COLLECTION_ROOT):
