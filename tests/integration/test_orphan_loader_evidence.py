@@ -266,10 +266,9 @@ RUNTIMECLASSES = "".join(
     "scheduling:\n  nodeSelector: {gpurt.test/%s: \"true\"}\n" % (h, h, h) for h in ("nvidia", "nvidia-cdi"))
 
 
-def test_audit_and_remediation_of_healthy_nodes_with_unreferenced_fragments(tmp_path):
-    """The real ansible-playbook audit of the Talos-like, microk8s-like and merged-fragment nodes on 2.1 (each
-    serving nvidia) exits 0 with no error; remediate.yml adding nvidia-cdi to the merged-fragment node (a drop-in
-    and an imports entry) does not fail on it, and its re-audit has no error either."""
+def test_audit_of_healthy_nodes_with_unreferenced_fragments(tmp_path):
+    """The real ansible-playbook audit of the Talos-like, microk8s-like and merged-fragment nodes on 2.1 (the
+    Talos-like and merged ones serving nvidia to its RuntimeClass) exits 0 with no error."""
     (tmp_path / "manifest.yaml").write_text(RUNTIMECLASSES)
     hosts, nodes = {}, {}
     for name in ("talos-like-v2-parts", "microk8s-like", "merged-v2-fragment"):
@@ -290,9 +289,16 @@ def test_audit_and_remediation_of_healthy_nodes_with_unreferenced_fragments(tmp_
         errors = [f for f in entry["findings"] if f["severity"] == "error"]
         orphans = [f for f in entry["findings"] if f["check"] == "orphan_dropin"]
         assert not errors and orphans and all(f["severity"] == "info" for f in orphans), (name, entry["findings"])
-    assert run.rc == 0, run.stdout[-3000:]
+    assert run.rc == 0, run.out[-3000:]
 
-    node = nodes["merged-v2-fragment"]
+
+def test_remediation_does_not_fail_on_a_healthy_node_with_an_unreferenced_fragment(tmp_path):
+    """remediate.yml adding nvidia-cdi to the merged-fragment node (2.1: a drop-in and an imports entry) writes,
+    restarts, and its re-audit has no error: the fragment beside the config is judged by containerd's load."""
+    (tmp_path / "manifest.yaml").write_text(RUNTIMECLASSES)
+    node = make(tmp_path / "nodes", "merged-v2-fragment", "2.1")
+    hosts = {node.name: node.host_vars(gpurt_containerd_config_path=node.path(node.config_rel),
+                                       gpurt_cdi_spec_dirs=[node.path("etc/cdi")])}
     cdi = node.runtime_binary("usr/bin/nvidia-container-runtime.cdi")
     facts = dict(hosts[node.name], gpurt_node_labels={"gpurt.test/nvidia": "true", "gpurt.test/nvidia-cdi": "true"},
                  gpurt_host_root=node.root,
@@ -308,7 +314,7 @@ def test_audit_and_remediation_of_healthy_nodes_with_unreferenced_fragments(tmp_
     run = ansible_run.playbook(os.path.join(ansible_run.REPO, "playbooks", "remediate.yml"), inventory, timeout=900)
     with open(str(tmp_path / "fixed" / "remediate.json")) as handle:
         entry = json.load(handle)["nodes"][node.name]
-    assert run.rc == 0 and not entry["failing"], (run.stdout[-4000:], entry)
+    assert run.rc == 0 and not entry["failing"], (run.out[-4000:], entry)
     assert os.path.exists(node.path("restarts.log"))  # it wrote and restarted: the fix really ran
     assert not [f for f in entry["findings"] if f["severity"] == "error"], entry["findings"]
     assert [f["severity"] for f in entry["findings"] if f["check"] == "orphan_dropin"] == ["info"]
