@@ -338,7 +338,8 @@ def test_remediation_does_not_fail_on_a_healthy_node_with_an_unreferenced_fragme
     cdi = node.runtime_binary("usr/bin/nvidia-container-runtime.cdi")
     facts = dict(hosts[node.name], gpurt_node_labels={"gpurt.test/nvidia": "true", "gpurt.test/nvidia-cdi": "true"},
                  gpurt_host_root=node.root,
-                 containerd_runtime_runtimes=[{"name": "nvidia", "binary_name": node.path("usr/bin/nvidia-container-runtime")}],
+                 containerd_runtime_runtimes=[{"name": "nvidia",
+                                               "binary_name": node.path("usr/bin/nvidia-container-runtime")}],
                  containerd_runtime_enable_nvidia_cdi=True,
                  containerd_runtime_nvidia_cdi={"name": "nvidia-cdi", "binary_name": cdi},
                  containerd_runtime_restart_command=["sh", "-c", "echo restarted >> %s" % node.path("restarts.log")],
