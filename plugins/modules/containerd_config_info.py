@@ -400,8 +400,8 @@ files:
           type: bool
         load:
           description:
-            - For an C(unreferenced) fragment whose settings the loaded config does not carry, what the node's containerd
-              loads with it imported, compared with the loaded config.
+            - For an C(unreferenced) fragment whose settings the loaded config does not carry, what the node's
+              containerd loads with it imported, compared with the loaded config.
             - C(state) is C(loaded) (C(changed) and C(changed_count) say which keys it would change, C(substituted) the
               keys whose placeholder the loaded value fills), C(refused), C(error) or C(not_loaded) (C(why) says why).
           type: dict

@@ -182,14 +182,16 @@ def check_orphans(ctx):
             continue
         load = parsed.get("load") or {}
         evidence = {"file": entry["path"], "imports": resolved, "declares_runtimes": declared, "not_loaded": lost,
-                    "not_carried": parsed.get("not_carried") or [], "not_carried_count": parsed.get("not_carried_count"),
+                    "not_carried": parsed.get("not_carried") or [],
+                    "not_carried_count": parsed.get("not_carried_count"),
                     "load": load.get("state"), "would_change": load.get("changed") or [],
                     "would_change_count": load.get("changed_count"), "substituted": load.get("substituted") or [],
                     "load_why": load.get("why"), "named_by": parsed.get("named_by"), "judged": judged}
         if not orphan:
             out.append(finding(
                 ctx.node, "orphan_dropin", "info", entry["path"],
-                "%s is a containerd config fragment no imports entry loads, and no orphan: %s" % (entry["path"], judged),
+                "%s is a containerd config fragment no imports entry loads, and no orphan: %s"
+                % (entry["path"], judged),
                 "nothing to fix", evidence))
             continue
         same_dir = [p for p in resolved if _dir_of(p) == _dir_of(entry["path"])]

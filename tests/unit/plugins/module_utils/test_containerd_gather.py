@@ -190,7 +190,8 @@ def test_gather_follows_imports_and_lists_unreferenced_dropins(tmp_path):
     calls = fake.calls()
     scratch = [c for c in calls if "/gpurt-fragment-" in c]
     assert len(scratch) == 2 and all(c.endswith("/config.toml config dump") for c in scratch)
-    assert sorted(c for c in calls if c not in scratch) == ["--config %s config dump" % (etc / "config.toml"), "--version"]
+    own = sorted(c for c in calls if c not in scratch)
+    assert own == ["--config %s config dump" % (etc / "config.toml"), "--version"]
     assert result["fragment_loads"] == {"loaded": 2, "cap": 8, "left_out": []}
     assert [f["load"]["rc"] for f in result["files"] if f["role"] == "unreferenced"] == [0, 0]
 

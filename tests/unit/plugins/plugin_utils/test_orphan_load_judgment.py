@@ -56,15 +56,17 @@ class TestLoadChanges(object):
     def test_placeholders_in_a_list_match_element_by_element(self):
         loaded_doc = {"plugins": {V3: {"cni": {"bin_dirs": ["/var/snap/microk8s/8147/opt/cni/bin"]}}}}
         doc = {"plugins": {V3: {"cni": {"bin_dirs": ["${SNAP_DATA}/opt/cni/bin"]}}}}
-        assert fragment_carry.load_changes(doc, loaded_doc) == ([], ['plugins."io.containerd.cri.v1.runtime".cni.bin_dirs'])
+        bin_dirs = 'plugins."io.containerd.cri.v1.runtime".cni.bin_dirs'
+        assert fragment_carry.load_changes(doc, loaded_doc) == ([], [bin_dirs])
         doc = {"plugins": {V3: {"cni": {"bin_dirs": ["${SNAP_DATA}/opt/cni/bin", "/x"]}}}}
-        assert fragment_carry.load_changes(doc, loaded_doc)[0] == ['plugins."io.containerd.cri.v1.runtime".cni.bin_dirs']
+        assert fragment_carry.load_changes(doc, loaded_doc)[0] == [bin_dirs]
 
 
 class TestLoadVerdict(object):
     def test_states(self):
         assert fragment_carry.load_verdict(None, LOADED, parse)["state"] == "not_loaded"
-        assert fragment_carry.load_verdict({"error": "timed out"}, LOADED, parse) == {"state": "error", "why": "timed out"}
+        failed = fragment_carry.load_verdict({"error": "timed out"}, LOADED, parse)
+        assert failed == {"state": "error", "why": "timed out"}
         refused = fragment_carry.load_verdict({"rc": 1, "cause": "drop-in config version 4 higher"}, LOADED, parse)
         assert refused["state"] == "refused" and "exit 1" in refused["why"] and "version 4" in refused["why"]
         bad = fragment_carry.load_verdict({"rc": 0, "dump": "= nope"}, LOADED, parse)
