@@ -37,13 +37,24 @@ OLDEST_TESTS := tests/integration/test_audit_playbook.py tests/integration/test_
 
 .PHONY: setup go-binaries demo test test-oldest unit integration sanity lint bench build clean
 
-setup: $(VENV)/.installed .cache/containerd/2.1/containerd go-binaries .collections/ansible_collections/gpurt/runtime_gate java
+setup: $(VENV)/.installed .cache/containerd/2.1/containerd go-binaries collection-link java
+
+# The demo's own prerequisites, and nothing more: the controller's packages (requirements.txt), Debian's
+# containerd 1.6/1.7/2.1 (the demo nodes' binaries) and the checkout as the collection.
+.PHONY: demo-setup
+demo-setup: $(VENV)/.demo-installed .cache/containerd/2.1/containerd collection-link
 
 $(VENV)/.installed: requirements.txt requirements-test.txt
 	@test -n "$(PYTHON)" || { echo "need Python 3.11+ on the controller" >&2; exit 1; }
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -r requirements-test.txt
+	touch $@ $(VENV)/.demo-installed
+
+$(VENV)/.demo-installed: requirements.txt
+	@test -n "$(PYTHON)" || { echo "need Python 3.11+ on the controller" >&2; exit 1; }
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q -r requirements.txt
 	touch $@
 
 .cache/containerd/2.1/containerd:
@@ -64,13 +75,20 @@ java:
 	    apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q openjdk-17-jre-headless; \
 	  else echo "ansible-rulebook needs a Java 17 runtime: install openjdk-17-jre-headless" >&2; exit 1; fi; }
 
-.collections/ansible_collections/gpurt/runtime_gate:
-	mkdir -p .collections/ansible_collections/gpurt
-	ln -sfn ../../.. $@
+# The checkout is the collection that ansible.cfg finds first. A copy installed there (ansible-galaxy run in
+# the checkout without -p) would shadow the checkout: it is replaced by the link, saying so.
+COLLECTION_LINK := .collections/ansible_collections/gpurt/runtime_gate
+.PHONY: collection-link
+collection-link:
+	@if [ "$$(readlink $(COLLECTION_LINK))" != ../../.. ]; then \
+	  if [ -e $(COLLECTION_LINK) ] || [ -L $(COLLECTION_LINK) ]; then \
+	    echo "$(COLLECTION_LINK) is not this checkout (an installed copy?): replaced by a link to the checkout"; \
+	    rm -rf $(COLLECTION_LINK); fi; \
+	  mkdir -p $(dir $(COLLECTION_LINK)) && ln -sfn ../../.. $(COLLECTION_LINK); fi
 
-demo: setup
+demo: demo-setup
 	$(BIN)/ansible-playbook -i inventory/demo/hosts.yml inventory/demo/prepare.yml
-	@echo "== check-mode audit of the demo inventory (three nodes are broken on purpose)"
+	@echo "== check-mode audit of the demo inventory (four nodes, three broken on purpose)"
 	@$(BIN)/ansible-playbook -i inventory/demo/hosts.yml playbooks/audit.yml --check; rc=$$?; \
 	  echo "== audit exit code $$rc (2: some node has findings; reports in .demo/reports/)"
 	@echo "== remediation of the demo nodes: gpu-healthy is left alone (changed=0, nothing written),"
@@ -78,7 +96,13 @@ demo: setup
 	@echo "   ways; the role does not guess), which stops the rollout, so gpu-legacy is NOT PROCESSED"
 	@echo "   (-e gpurt_max_fail_percentage=100 goes on: gpu-legacy's typo'd RuntimeClass is the class owner's to fix)"
 	@$(BIN)/ansible-playbook -i inventory/demo/hosts.yml playbooks/remediate.yml; rc=$$?; \
-	  echo "== remediation exit code $$rc (2: a node still fails the re-audit; reports in .demo/reports/)"
+	  case $$rc in \
+	    0) why="every node passed";; \
+	    2) why="a node was REFUSED or FAILED, the rollout stopped (NOT PROCESSED), or a node fails its re-audit"; \
+	       why="$$why: the RUNTIME GATE lines say which";; \
+	    4) why="a node could not be reached";; \
+	    *) why="ansible-playbook stopped on its own error";; \
+	  esac; echo "== remediation exit code $$rc ($$why; reports in .demo/reports/)"
 
 # promtool for tests/integration/test_monitoring.py, from the Go module proxy, cached by version.
 .PHONY: promtool

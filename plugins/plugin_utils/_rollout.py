@@ -145,14 +145,19 @@ def check_mode_lines(entries):
     return out
 
 
+# The role's notes the console shows for a host it changes; the others stay in the reports.
+_SHOWN_NOTES = ("precedence: ", "SystemdCgroup: ")
+
+
 def precedence_lines(entries):
-    """The console's lines on what takes precedence over another tool's files, one per note of a host the
-    remediation changed (or would change, in check mode)."""
+    """The console's lines on what takes precedence over another tool's files, and on a SystemdCgroup the
+    role chose without the kubelet's word, one per note of a host the remediation changed (or would
+    change, in check mode)."""
     out = []
     for host in sorted(entries):
         rem = entries[host].get("remediation") or {}
         if rem.get("changed") or rem.get("outcome") == CHANGED:
-            out += [checks.on_node(host, note) for note in rem.get("notes") or [] if note.startswith("precedence: ")]
+            out += [checks.on_node(host, note) for note in rem.get("notes") or [] if note.startswith(_SHOWN_NOTES)]
     return out
 
 

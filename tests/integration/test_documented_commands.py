@@ -4,7 +4,8 @@
   repository root, with the repository's ansible.cfg (which points at the demo inventory) and no
   test-only environment; an inventory variable that cannot be templated is reported by name.
 - Every shell command of README.md, exactly as written (through bash), in the order the README shows
-  them: its ansible-playbook commands from a checkout (the repository root, its ansible.cfg), and the
+  them: its ansible-playbook commands from a checkout (the repository root, its ansible.cfg), the
+  install block in a fresh copy of the checkout (it must not install into the checkout), and the
   whole README from the installed tarball in an empty directory (the install block, then each
   ansible-playbook command of the FQCN playbooks). The README's placeholders are filled in from
   PLACEHOLDERS below; a command the test does not know fails it, so a new command in the README
@@ -20,6 +21,7 @@ import sys
 import pytest
 
 from tests.lib import ansible_run, containerd_bins
+from tests.lib import checkout as fresh_checkout
 from tests.lib.cluster_objects import Api
 from tests.lib.nodes import Node
 
@@ -254,6 +256,7 @@ def judge(what, command, result, places):
         return
     if what == "galaxy install":
         assert result.rc == 0 and "was installed successfully" in result.text, (command, result)
+        assert "[WARNING]" not in result.text and "Deprecation" not in result.text, (command, result)
         return
     if what == "pip install":
         assert result.rc == 0 and "already satisfied" in result.text, (command, result)
@@ -310,6 +313,29 @@ def test_readme_commands_from_a_checkout(cluster, tarball, tmp_path):
         if not command.startswith("ansible-playbook "):
             continue  # the install block is the tarball's (below)
         judge(kind(command), command, run_in_bash(fill(command, places), REPO, env), places)
+
+
+def test_readme_install_from_a_checkout(cluster, tarball, tmp_path):
+    """The install block run as written in a fresh checkout (its ansible.cfg in force), offline: it installs
+    into ~/.ansible/collections, not the checkout's .collections/, so the next line finds requirements.txt;
+    then the README's commands of the controller's playbooks run there by FQCN."""
+    places = lab(tmp_path / "lab", tarball)
+    checkout = fresh_checkout.copy(tmp_path / "checkout")
+    before = sorted(os.listdir(checkout))
+    env = readme_env(tmp_path / "home", cluster.kubeconfig)
+    ran = []
+    for command in shell_commands(README):
+        what = kind(command)
+        if what == "export":
+            name, value = command.split(None, 1)[1].split("=", 1)
+            env[name] = value
+        elif what in ("galaxy install", "pip install", "crosscheck", "validate_bootstrap"):
+            judge(what, command, run_in_bash(fill(command, places), checkout, env), places)
+            ran.append(what)
+    assert ran == ["pip install", "galaxy install", "pip install", "crosscheck", "validate_bootstrap"], ran
+    assert sorted(os.listdir(checkout)) == before, "the README's commands wrote into the checkout"
+    installed = tmp_path / "home" / ".ansible" / "collections" / "ansible_collections" / "gpurt" / "runtime_gate"
+    assert (installed / "MANIFEST.json").exists()
 
 
 def test_readme_commands_from_the_tarball_in_an_empty_directory(cluster, tarball, tmp_path):

@@ -7,6 +7,7 @@ item 2) and what a CI job sees (issue 11 item 5)."""
 import json
 import os
 import stat
+import tomllib
 import xml.etree.ElementTree as ET
 
 import pytest
@@ -318,3 +319,37 @@ def test_a_clean_run_prints_no_warning(tmp_path):
     audit = ansible_run.playbook(os.path.join(ansible_run.REPO, "playbooks", "audit.yml"), inventory, check=True)
     assert audit.rc == 0, audit
     assert "[WARNING]" not in audit.text, audit
+
+
+RUNC_SYSTEMD = '''version = 2
+[plugins."io.containerd.grpc.v1.cri".containerd]
+  default_runtime_name = "runc"
+[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+  runtime_type = "io.containerd.runc.v2"
+[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+  SystemdCgroup = true
+'''
+
+
+def test_without_a_kubelet_config_the_runtimes_follow_runc_and_say_so(tmp_path, containerd):
+    """Issue 35: no kubelet config at the path read, runc loaded with SystemdCgroup = true: nvidia is
+    registered with SystemdCgroup = true (not left on cgroupfs beside a systemd runc), the console says why
+    and how to decide otherwise; the second run changes nothing and says nothing."""
+    nodes, inventory = fleet(tmp_path, [("gpu-1", "good")])
+    node = nodes["gpu-1"]
+    node.write("etc/containerd/config.toml", RUNC_SYSTEMD)
+    assert not os.path.exists(node.kubelet_config_path)
+    run = remediate(inventory)
+    assert run.rc == 0, run
+    rc, dumped, err = node.dump()
+    assert rc == 0, err
+    runtimes = tomllib.loads(dumped)["plugins"]["io.containerd.cri.v1.runtime"]["containerd"]["runtimes"]
+    assert runtimes["nvidia"]["options"]["SystemdCgroup"] is True, dumped
+    said = words(run.text)
+    assert ("gpu-1: SystemdCgroup: nvidia set to SystemdCgroup = true as the node's runc has it, since the "
+            "kubelet's cgroupDriver is unknown (its config is absent at %s)" % node.kubelet_config_path) in said, run
+    assert said.count("SystemdCgroup: nvidia set to") == 1, run
+    assert "containerd_runtime_systemd_cgroup to decide" in said, run
+    again = remediate(inventory)
+    assert again.rc == 0 and again.changed() == 0, again
+    assert "SystemdCgroup: nvidia" not in words(again.text), again

@@ -1,5 +1,6 @@
 """The docs a user reads: the README stays a first page, every relative link of README.md and
-docs/*.md resolves in the checkout, and docs/checks.md's generated table is the check registry."""
+docs/*.md resolves in the checkout, docs/checks.md's generated table is the check registry, and every
+variable a playbook reads is in docs/variables.md's generated table."""
 import glob
 import os
 import re
@@ -9,6 +10,7 @@ import sys
 import pytest
 
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _checks as checks
+from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _playbook_inputs as inputs
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PAGES = [os.path.join(REPO, "README.md")] + sorted(glob.glob(os.path.join(REPO, "docs", "*.md")))
@@ -61,3 +63,78 @@ def test_checks_reference_check_mode_agrees():
     proc = subprocess.run([sys.executable, os.path.join(REPO, "tools", "checks_reference.py"), "--check"],
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True, check=False)
     assert proc.returncode == 0, proc.stdout
+
+
+# ---- every variable a playbook reads is documented --------------------------------------------------
+
+PLAYBOOKS = os.path.join(REPO, "playbooks")
+VARIABLE = re.compile(r"\bgpurt_[a-z0-9_]+\b")
+# Keys whose values are Jinja expressions without braces.
+RAW_JINJA = ("when", "that", "failed_when", "changed_when", "until", "loop")
+
+
+def _names_in(node, key, read, defined):
+    """Walk a playbook: the gpurt_* names its expressions read, and those it sets itself (register, set_fact,
+    vars, loop_var, the groups add_host and group_by make)."""
+    if isinstance(node, dict):
+        for name, value in node.items():
+            if name == "register" and isinstance(value, str):
+                defined.add(value)
+            elif name in ("ansible.builtin.set_fact", "set_fact", "vars") and isinstance(value, dict):
+                defined.update(value)
+            elif name == "loop_control" and isinstance(value, dict) and value.get("loop_var"):
+                defined.add(value["loop_var"])
+            elif name in ("ansible.builtin.add_host", "ansible.builtin.group_by") and isinstance(value, dict):
+                defined.update(str(value.get(k)) for k in ("groups", "key") if value.get(k))
+            _names_in(value, name, read, defined)
+    elif isinstance(node, list):
+        for item in node:
+            _names_in(item, key, read, defined)
+    elif isinstance(node, str):
+        if key in RAW_JINJA:
+            read.update(VARIABLE.findall(node))
+        for expression in re.findall(r"\{\{(.*?)\}\}|\{%(.*?)%\}", node, re.S):
+            read.update(VARIABLE.findall(" ".join(expression)))
+
+
+def playbook_reads():
+    """The gpurt_* variables the playbooks (playbooks/**/*.yml) read and do not set themselves."""
+    import yaml
+    read, defined = set(), set()
+    for path in sorted(glob.glob(os.path.join(PLAYBOOKS, "**", "*.yml"), recursive=True)):
+        if os.path.basename(path) != "argument_specs.yml":
+            with open(path) as handle:
+                _names_in(yaml.safe_load(handle), None, read, defined)
+    return read - defined - inputs.INTERNAL
+
+
+def test_every_variable_a_playbook_reads_is_in_its_argument_spec():
+    """What a playbook reads and no spec lists would be warned about as unknown, and left out of the docs' table."""
+    read = playbook_reads()
+    assert {"gpurt_kubeconfig", "gpurt_bootstrap_template", "gpurt_drain_options", "gpurt_fail_on"} <= read, read
+    assert "gpurt_report" not in read and "gpurt_remediate_failing" not in read, "set by the playbooks themselves"
+    missing = sorted(read - inputs.known_names(inputs.load()))
+    assert not missing, "playbooks read variables playbooks/vars/argument_specs.yml lacks: %s" % missing
+
+
+def test_every_playbook_variable_is_in_the_docs():
+    """Each variable of playbooks/vars/argument_specs.yml (and each its playbooks read) is named in docs/."""
+    text = ""
+    for path in PAGES[1:]:
+        with open(path) as handle:
+            text += handle.read()
+    names = inputs.known_names(inputs.load()) | playbook_reads()
+    undocumented = sorted(n for n in names if n.startswith("gpurt_") and "`%s`" % n not in text)
+    assert not undocumented, "variables no page of docs/ names: %s" % undocumented
+
+
+def test_variables_table_is_the_argument_specs():
+    with open(os.path.join(REPO, "docs", "variables.md")) as handle:
+        text = handle.read()
+    start, end = "<!-- variables:start -->\n", "\n<!-- variables:end -->"
+    assert start in text and end in text, "docs/variables.md lacks the generated variables table markers"
+    proc = subprocess.run([sys.executable, os.path.join(REPO, "tools", "variables_reference.py"), "--check"],
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True, check=False)
+    assert proc.returncode == 0, proc.stdout
+    for name in ("gpurt_host_root", "gpurt_bootstrap_template", "gpurt_bootstrap_vars", "gpurt_dump_file"):
+        assert "| `%s`" % name in text, name

@@ -11,6 +11,7 @@ __metaclass__ = type
 
 import os
 
+from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _containerd_facts as containerd_facts
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _node_config_text as cc
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _host_paths as host_paths
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils._node_remediation import STAGE_PLACEHOLDER
@@ -77,6 +78,43 @@ def _covering_entry(resolved, paths):
     return None
 
 
+def _runc_systemd_cgroup(node):
+    """True when the node's runc runs with SystemdCgroup = true after this run: as loaded, or as the files
+    declare it where the closure brings back a section the node does not load today (closure.needed)."""
+    for name, _have, declared in getattr(node, "cgroup_declared", None) or []:
+        if name == "runc":
+            return bool(declared)
+    runc = get_in(node.before, "plugins", node.plugin, "containerd", "runtimes", "runc")
+    return isinstance(runc, dict) and (runc.get("runtime_type") or "") in containerd_facts.RUNC_TYPES and \
+        (runc.get("options") or {}).get("SystemdCgroup") is True
+
+
+def _specs(node, gathered, opts, notes):
+    """The runtimes asked for, normalized. A runc-type runtime given no SystemdCgroup follows the kubelet's
+    cgroupDriver; where the kubelet's config cannot be read, it follows the node's runc when runc runs with
+    SystemdCgroup = true (a note says so: a runtime on another cgroup driver than the pods' runc is a guess
+    that breaks its pods where the kubelet uses systemd), and stays unset (false, as runc) otherwise."""
+    followed = []
+
+    def kubelet_or_runc():
+        want = kubelet_systemd_cgroup(gathered)
+        if want is None and _runc_systemd_cgroup(node):
+            followed.append(True)
+            return True
+        return want
+    specs = normalize_runtimes(opts.get("runtimes"), opts.get("systemd_cgroup"), kubelet_or_runc)
+    if followed:
+        names = [s["name"] for s, asked in zip(specs, opts.get("runtimes") or [])
+                 if asked.get("systemd_cgroup") is None and (s["table"].get("options") or {}).get("SystemdCgroup")]
+        kubelet = gathered.get("kubelet_config") or {}
+        why = "not read: %s" % kubelet["error"] if kubelet.get("error") else "absent at %s" % (
+            kubelet.get("path") or opts.get("kubelet_config_path"))
+        notes.append("SystemdCgroup: %s set to SystemdCgroup = true as the node's runc has it, since the kubelet's "
+                     "cgroupDriver is unknown (its config is %s); set containerd_runtime_kubelet_config_path to "
+                     "the kubelet's config, or containerd_runtime_systemd_cgroup to decide" % (", ".join(names), why))
+    return specs
+
+
 def plan(gathered, opts):
     """What to write on one node, or a no-op; Refusal when the node must not be touched."""
     node = _Node(gathered, opts)
@@ -86,8 +124,12 @@ def plan(gathered, opts):
         raise Refusal("the main config %s cannot be read as text (%s); containerd may load it, but this role edits "
                       "only what it can parse. Nothing was written." % (node.config_path, main.get("error")))
     _refuse_without_cri(node)
-    specs = normalize_runtimes(opts.get("runtimes"), opts.get("systemd_cgroup"), lambda: kubelet_systemd_cgroup(gathered))
-    names = [s["name"] for s in specs]
+    # What the closure fixes besides the runtimes, decided first: runc's SystemdCgroup after the run may
+    # follow from it, and the runtimes' may follow runc's. Its notes come after the runtimes'.
+    names = [s["name"] for s in normalize_runtimes(opts.get("runtimes"), True)]
+    closure_notes = []
+    closing = closure.needed(node, gathered, [{"name": n} for n in names], opts, closure_notes)
+    specs = _specs(node, gathered, opts, notes)
     cri = get_in(node.before, "plugins", node.plugin) or {}
     loaded_names = set((get_in(cri, "containerd", "runtimes") or {}).keys())
     loaded_default = get_in(cri, "containerd", "default_runtime_name") or ""
@@ -124,7 +166,7 @@ def plan(gathered, opts):
               "specs": specs, "wanted_default": wanted_default if change_default else None,
               "loaded_default": loaded_default, "need_cdi": need_cdi, "own_paths": [],
               "containerd": "%d.%d" % (node.major, node.minor)}
-    closing = closure.needed(node, gathered, specs, opts, notes)
+    notes += closure_notes
     if not missing and not change_default and not need_cdi and not removals and not closing:
         result["noop"] = True
         return result
