@@ -2,7 +2,8 @@
 # Copyright: (c) 2026, gpurt.runtime_gate developers
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 
-"""The Kubernetes connection options of every module that talks to the apiserver: the same names and variables as kubernetes.core, so existing inventories work."""
+"""The Kubernetes connection options of every module that talks to the apiserver: the same names and
+variables as kubernetes.core, so existing inventories work."""
 
 from __future__ import absolute_import, division, print_function
 

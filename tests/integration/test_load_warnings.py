@@ -6,7 +6,6 @@ nothing. config_load_warning turns the line into a warning naming the key and th
 
 The node side (node_gather.gather) runs in-process, as the module runs it on a node; the real ansible-playbook
 audit of the same shape on 2.3 is test_audit_checks_23.py::test_keys_2x_ignores_are_warnings_naming_key_and_file."""
-import os
 
 import pytest
 

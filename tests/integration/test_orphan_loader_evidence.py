@@ -26,7 +26,7 @@ from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _node_fr
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _node_gather as node_gather
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _audit as audit
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _parse_gathered as parse_gathered
-from tests.lib import ansible_run, containerd_bins
+from tests.lib import ansible_run
 from tests.lib.nodes import Node
 
 pytestmark = pytest.mark.integration
@@ -202,8 +202,8 @@ LAYOUTS = {
     "merged-v2-fragment": (merged_v2_fragment, TWO_X, {("orphan_dropin", "info"): 1}),
     "merged-v2-fragment-1.x": (merged_v2_fragment, ("1.6", "1.7"), {}),
     "unmerged-v2-fragment": (unmerged_v2_fragment, ("1.7",) + TWO_X, {("orphan_dropin", "error"): 1}),
-    "conf-vs-toml": (conf_vs_toml, ("1.7", "2.1", "2.3"), {("orphan_dropin", "error"): 1,
-                                                             ("dead_imports_glob", "warning"): 1}),
+    "conf-vs-toml": (conf_vs_toml, ("1.7", "2.1", "2.3"),
+                     {("orphan_dropin", "error"): 1, ("dead_imports_glob", "warning"): 1}),
     "ctk-config-d": (ctk_config_d, ("2.1", "2.2"), {("orphan_dropin", "error"): 1, ("dead_imports_glob", "info"): 1}),
     "no-imports-23": (no_imports_23, ("2.3", "2.4"), {("orphan_dropin", "error"): 1}),
     "k3s-like-template": (k3s_like_template, TWO_X, {("orphan_dropin", "info"): 1}),

@@ -80,7 +80,8 @@ class TestLoadVerdict(object):
         assert verdict["changed_count"] == 12 and len(verdict["changed"]) == 10
 
 
-def unreferenced(path, text, load, loaded_doc=LOADED):
+def unreferenced(path, text, load, loaded_doc=None):
+    loaded_doc = LOADED if loaded_doc is None else loaded_doc
     entry = {"path": path, "role": "unreferenced", "content": text, "error": None, "load": load}
     entry["parsed"] = parse_gathered.summarize_file(entry, loaded_doc)
     return entry
