@@ -27,7 +27,10 @@ FAILED = "failed"
 NOT_PROCESSED = "not_processed"
 # What the report keeps of the role's result (the gathered config and the diff stay out).
 _KEPT = ("files", "loaded_changes", "reasons", "notes", "restart_pending", "step", "containerd", "warnings",
-         "backup_dir")
+         "backup_dir", "pinned")
+# Notes the console prints for each host that changed (or would): what takes precedence, what 1.x pins, and a
+# main config a provisioner renders whole on its next run.
+_CONSOLE_NOTES = ("precedence: ", "pins: ", "next run: ")
 
 
 class RolloutError(ValueError):
@@ -146,13 +149,14 @@ def check_mode_lines(entries):
 
 
 def precedence_lines(entries):
-    """The console's lines on what takes precedence over another tool's files, one per note of a host the
-    remediation changed (or would change, in check mode)."""
+    """The console's lines on what takes precedence over another tool's files, what a 1.x drop-in pins and a
+    main config a provisioner renders on its next run: one per such note of a host the remediation changed (or
+    would change, in check mode)."""
     out = []
     for host in sorted(entries):
         rem = entries[host].get("remediation") or {}
         if rem.get("changed") or rem.get("outcome") == CHANGED:
-            out += [checks.on_node(host, note) for note in rem.get("notes") or [] if note.startswith("precedence: ")]
+            out += [checks.on_node(host, note) for note in rem.get("notes") or [] if note.startswith(_CONSOLE_NOTES)]
     return out
 
 
