@@ -120,6 +120,8 @@ class ActionModule(ActionBase):
         result["disruptive"] = the_plan.get("disruptive") or []  # remediate.yml drains these hosts (gpurt_drain)
         result.update(containerd=the_plan["containerd"], notes=the_plan["notes"],
                       warnings=the_plan.get("warnings", []) + self._blast(the_plan))
+        if the_plan.get("pinned"):
+            result["pinned"] = the_plan["pinned"]  # 1.x: the CRI keys the role's drop-in copies, and from where
         if the_plan["noop"]:
             pending = remediation.restart_pending(gathered, the_plan["specs"], opts)
             if pending:

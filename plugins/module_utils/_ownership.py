@@ -43,6 +43,9 @@ _GENERATED = re.compile(r"do not edit|auto-?generated|automatically generated|ge
 _NAMED_INPUT = re.compile(r"\buse\s+(\S+?)\s+instead\b|\bedit\s+(\S+?)\s+instead\b", re.IGNORECASE)
 _INPUT_SUFFIXES = (".tmpl", ".tpl", ".template", ".j2", ".part", ".in", ".gtpl")
 _OS_KEYS = ("ID", "ID_LIKE", "VARIANT_ID", "VERSION_ID", "NAME")
+# Directories where provisioners leave files of their own beside the containerd config they render on each run
+# (kubespray: modules-load.d/kubespray-br_netfilter.conf, resolved.conf.d/kubespray.conf): listed, never judged here.
+_MARK_DIRS = ("/etc/modules-load.d", "/etc/systemd/resolved.conf.d", "/etc/sysctl.d")
 
 
 def node_path(root, path):
@@ -371,6 +374,15 @@ def os_release(root):
     return None
 
 
+def provisioner_marks(root):
+    """Node paths of the files in _MARK_DIRS: where a provisioner that renders the config on its next run
+    (not at a start) leaves files of its own; the controller reads the tool from them."""
+    out = []
+    for directory in _MARK_DIRS:
+        out += [unrooted(root, p) for p in host_paths.list_files(node_path(root, directory))]
+    return sorted(out)
+
+
 def gather(paths, root="/", service_names=("containerd",), mountinfo=None, use_systemctl=None):
     """The ownership evidence of paths (as they exist on this machine) on the node under root.
 
@@ -391,4 +403,4 @@ def gather(paths, root="/", service_names=("containerd",), mountinfo=None, use_s
         for step in service["commands"]:
             step.pop("script_text", None)
     return {"root": root, "files": files, "services": services, "os_release": os_release(root),
-            "mounts_read": mounts is not None}
+            "mounts_read": mounts is not None, "marks": provisioner_marks(root)}

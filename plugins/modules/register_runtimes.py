@@ -304,10 +304,31 @@ changed_files:
   type: list
   elements: str
 notes:
-  description: What the plan decided and why (runtimes already loaded, the section 1.x carries, migrations).
+  description:
+    - What the plan decided and why (runtimes already loaded, the section 1.x carries, migrations).
+    - Lines starting with C(pins:) name the CRI keys a containerd 1.x drop-in copies; C(next run:) says that a
+      provisioner (found by its header or the files it leaves on the node) renders the main config whole on its
+      next run, and names that tool's own input for the runtime.
   returned: always
   type: list
   elements: str
+pinned:
+  description:
+    - containerd 1.x - the CRI keys the role's drop-in copies from the other files (it pins them as they are now).
+  returned: when the plan writes a containerd 1.x CRI drop-in
+  type: dict
+  contains:
+    path:
+      description: The role's CRI drop-in.
+      type: str
+    keys:
+      description: Every key path it pins (TOML spelling).
+      type: list
+      elements: str
+    from:
+      description: The files whose CRI sections it copies.
+      type: list
+      elements: str
 disruptive:
   description:
     - Why the change disrupts the pods that run on the node (runc's C(SystemdCgroup) aligned with the kubelet's

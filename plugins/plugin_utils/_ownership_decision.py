@@ -8,8 +8,10 @@ the file must be the one the service loads. See docs/remediation-ownership.md.
 
 decide() gives, per file: the owner, whether it is writable, the input that survives when a
 generator owns it, and the decision: 'write' (nobody rewrites it), 'write-input' (write the
-surviving input instead), 'refuse' (nothing on the node that the role may write survives). Names
-of projects appear only in the hints that say, in a refusal, how the owner documents the change.
+surviving input instead), 'refuse' (nothing on the node that the role may write survives). A file a
+provisioner renders whole on its next run (its header, or files of its own on the node) is written and
+said so (next_run). Names of projects appear only in what the outcome says: how an owner documents the
+change, with the paths this node shows.
 
 Controller only.
 """
@@ -49,27 +51,109 @@ STORES = (
     ("/gnu/store/", "GNU Guix (it builds /gnu/store from the system declaration)",
      "the containerd service's configuration in the Guix system declaration, then guix system reconfigure"),
 )
-# How generators found by their evidence document the change (matched on the header or the unit).
-GENERATOR_HINTS = (
-    (re.compile(r"\bk3s\b|\brke2\b", re.I),
-     "a drop-in in config-v3.toml.d/ (config.toml.d/ for version 2), or config-v3.toml.tmpl (config.toml.tmpl) "
-     "beside the generated file"),
-    (re.compile(r"k0s", re.I), "a version 3 drop-in in /etc/k0s/containerd.d/"),
-    (re.compile(r"microk8s", re.I), "args/containerd-template.toml, which the snap renders at every start"),
+# Generators found by their evidence, by the words of their header or unit: the name the advice uses. The paths the
+# advice names are the node's own (_generator_way), never a list of defaults.
+GENERATORS = (
+    (re.compile(r"\bk3s\b", re.I), "k3s"),
+    (re.compile(r"\brke2\b", re.I), "rke2"),
+    (re.compile(r"k0s", re.I), "k0s"),
+    (re.compile(r"microk8s", re.I), "microk8s"),
+)
+# Provisioners that render the file whole when they run next (not at a start): found by the header they write or
+# by files of their own they leave on the node (evidence.marks); each with its own input for a runtime.
+PROVISIONERS = (
+    {"tool": "kubespray", "mark": re.compile(r"^/etc/(?:modules-load\.d|systemd/resolved\.conf\.d)/kubespray[-.]"),
+     "input": "kubespray's containerd_additional_runtimes inventory variable (a list of {name, type, options}; "
+              "its role renders them into config.toml)"},
+    {"tool": "Ansible", "header": re.compile(r"\bansible managed\b", re.I),
+     "input": "the variables of the Ansible role that templates this file"},
+    {"tool": "Puppet", "header": re.compile(r"\bpuppet\b", re.I),
+     "input": "the Puppet class parameters (or Hiera data) that manage this file"},
+    {"tool": "Chef", "header": re.compile(r"\bchef\b", re.I),
+     "input": "the attributes of the Chef cookbook that renders this file"},
+    {"tool": "Salt", "header": re.compile(r"\bsalt\b", re.I),
+     "input": "the Salt state (and its pillar data) that manages this file"},
 )
 
 
-def _generic_way(owner):
-    return "the input %s documents (the template or drop-in directory it reads)" % (owner or "its owner")
+def provisioner(evidence, file_ev, is_main):
+    """{tool, input, evidence} of the provisioner that renders the file on its next run, else None: by the
+    header the file carries, or (for the main config only) by files of its own the tool left on the node."""
+    line = file_ev.get("header")
+    for item in PROVISIONERS:
+        if line and item.get("header") and item["header"].search(line):
+            return {"tool": item["tool"], "input": item["input"],
+                    "evidence": ["%s says %r" % (file_ev["node_path"], line)]}
+    if not is_main or line:
+        return None
+    for item in PROVISIONERS:
+        marks = [m for m in evidence.get("marks") or [] if item.get("mark") and item["mark"].search(m)]
+        if marks:
+            return {"tool": item["tool"], "input": item["input"],
+                    "evidence": ["%s left %s on the node" % (item["tool"], ", ".join(marks))]}
+    return None
 
 
-def documented_way(os_id, owner_text):
+def next_run_note(node_path, found):
+    """What the outcome says of a main config a provisioner renders whole on its next run."""
+    return ("next run: %s is rendered whole by %s on its next run (%s): the imports line this run adds to it is lost "
+            "then, and the role's drop-ins are no longer loaded after the following containerd restart; add the "
+            "runtime through %s" % (node_path, found["tool"], "; ".join(found["evidence"]), found["input"]))
+
+
+def _generic_way(owner, file_ev=None):
+    """An owner the collection knows no input of: what the node shows beside its file, else that it shows none."""
+    templates = [os.path.basename(p) for p in _templates(file_ev)] if file_ev else []
+    if templates:
+        return "the input %s documents: the node shows %s beside %s, and nothing says which one it reads" % (
+            owner or "its owner", ", ".join(templates), file_ev["node_path"])
+    return "the input %s documents; the node shows no template beside the file and no drop-in directory it imports " \
+        "that the role may write" % (owner or "its owner")
+
+
+def _generator_name(owner_text):
+    for pattern, name in GENERATORS:
+        if owner_text and pattern.search(owner_text):
+            return name
+    return None
+
+
+def _generator_way(name, file_ev, imports, version, root):
+    """The generator's documented input, named only where the node shows it: a drop-in directory the generated
+    file imports, a template beside it (or the one the generator reads for this config version)."""
+    node_file = file_ev["node_path"] if file_ev else None
+    beside = [os.path.basename(p) for p in _templates(file_ev)] if file_ev else []
+    ways = []
+    for pattern in [host_paths.on_node(root, p) for p in imports or [] if "*" in os.path.basename(p)]:
+        ways.append("a drop-in in %s/ (%s imports %s)" % (os.path.dirname(pattern), node_file or "the file", pattern))
+    if name in ("k3s", "rke2") and node_file:
+        wanted = "config-v3.toml.tmpl" if (version or 0) >= 3 else "config.toml.tmpl"
+        named = file_ev.get("header_names")
+        template = named if named and "/" not in named and named in beside else \
+            (wanted if version is not None else None)
+        if template:
+            ways.append("%s beside the generated file (%s; %s renders %s from it at every start, a Go template: "
+                        "{{ template \"base\" . }} keeps its own content)" % (
+                            os.path.join(os.path.dirname(node_file), template),
+                            "it exists" if template in beside else
+                            "%s reads it for a version %s config" % (name, version), name, node_file))
+    elif name == "microk8s" and beside:
+        ways.append("%s, which the snap renders at every start" % os.path.join(os.path.dirname(node_file), beside[0]))
+    if ways:
+        return " or ".join(ways)
+    return "the input %s reads (the node shows no drop-in directory the generated file imports and no template of " \
+        "it beside %s)" % (name, node_file or "the file")
+
+
+def documented_way(os_id, owner_text, file_ev=None, imports=None, version=None, root="/"):
+    """How the owner documents adding a runtime, with the paths this node shows (file_ev: the evidence of the
+    generated file; imports: its imports entries as machine paths; version: its config version)."""
     if os_id in IMMUTABLE_OS:
         return IMMUTABLE_OS[os_id]
-    for pattern, hint in GENERATOR_HINTS:
-        if owner_text and pattern.search(owner_text):
-            return hint
-    return _generic_way(owner_text)
+    name = _generator_name(owner_text)
+    if name:
+        return _generator_way(name, file_ev, imports or [], version, root)
+    return _generic_way(owner_text, file_ev)
 
 
 _BY = re.compile(r"(?:generated|managed|written|rendered) by\s+([\w.@/-]+?)[.,;:]?(?:\s|$)", re.I)
@@ -118,15 +202,16 @@ def _import_dirs(imports):
     return [os.path.dirname(p) for p in imports or [] if "*" in os.path.basename(p)]
 
 
-def _generator(file_ev):
-    """(owner text, [evidence lines]) when something rewrites the file, else (None, [])."""
+def _generator(file_ev, next_run_header=False):
+    """(owner text, [evidence lines]) when something rewrites the file at a start or boot, else (None, []).
+    next_run_header: the header is a provisioner's, which renders the file on its next run (not evidence here)."""
     lines = []
     owner = None
     for start in file_ev.get("rendered_by") or []:
         lines.append("%s of %s runs %s, which writes %s" % (
             start["key"], start["unit"], start.get("script") or "a command", file_ev["node_realpath"]))
         owner = owner or start["unit"]
-    if file_ev.get("header"):
+    if file_ev.get("header") and not next_run_header:
         lines.append("%s says %r" % (file_ev["node_path"], file_ev["header"]))
         owner = owner or owner_in_header(file_ev["header"])
     parts = [p for p in file_ev.get("inputs_beside") or [] if p.endswith(".part")]
@@ -181,19 +266,26 @@ def _node(file_ev, path):
     return os.path.join(os.path.dirname(file_ev["node_path"]), os.path.basename(path))
 
 
-def decide(evidence, path, config_path=None, imports=None, writable_dir=None):
+def decide(evidence, path, config_path=None, imports=None, writable_dir=None, version=None):
     """The decision for one file (a machine path, as gathered). config_path: the main config the
     role edits (to compare with the config the service starts); imports: the resolved imports
-    entries the file declares (node paths); writable_dir(node dir) -> bool for import dirs."""
+    entries the file declares (node paths); writable_dir(node dir) -> bool for import dirs; version: the
+    file's config version (the input a generator reads for it). A file a provisioner renders on its next run
+    is written, with next_run ({tool, input, evidence}) and the message saying so."""
     file_ev = evidence["files"][path]
     os_rel = evidence.get("os_release") or {}
     os_id = os_rel.get("ID")
     node_path = file_ev["node_path"]
     writable_dir = writable_dir or (lambda _d: True)
     out = {"path": node_path, "owner": None, "writable": file_ev["writable"]["ok"], "surviving_input": None,
-           "decision": WRITE, "evidence": [], "message": ""}
+           "decision": WRITE, "evidence": [], "message": "", "next_run": None}
     mount = file_ev["writable"].get("mount") or {}
-    gen_owner, gen_lines = _generator(file_ev)
+    found = provisioner(evidence, file_ev, config_path is not None and path == config_path)
+    gen_owner, gen_lines = _generator(file_ev, next_run_header=bool(found and file_ev.get("header")))
+    root = evidence.get("root") or "/"
+
+    def way(owner):
+        return documented_way(os_id, owner, file_ev, imports, version, root)
 
     def refuse(owner, why, way):
         out.update(owner=owner, decision=REFUSE, evidence=why,
@@ -212,7 +304,7 @@ def decide(evidence, path, config_path=None, imports=None, writable_dir=None):
                       % (file_ev["writable"]["dangling"], link))
     if not file_ev["writable"]["ok"]:
         owner = os_rel.get("NAME") if os_id in IMMUTABLE_OS else (gen_owner or _unwritable_owner(evidence, file_ev))
-        return refuse(owner, file_ev["writable"]["reasons"] + gen_lines, documented_way(os_id, gen_owner or owner))
+        return refuse(owner, file_ev["writable"]["reasons"] + gen_lines, way(gen_owner or owner))
     unread = ["%s: %s" % (s["unit"], e) for s in evidence.get("services") or [] for e in s.get("errors") or []]
     if unread:
         return refuse("unknown (the unit that starts containerd could not be read)",
@@ -240,15 +332,19 @@ def decide(evidence, path, config_path=None, imports=None, writable_dir=None):
     if mount.get("fstype") in VOLATILE_FS:
         return refuse(gen_owner or "the boot (a %s at %s)" % (mount["fstype"], mount["mount_point"]),
                       ["%s is on a %s (%s), rebuilt empty at every boot" % (node_path, mount["fstype"], mount["mount_point"])]
-                      + gen_lines, documented_way(os_id, gen_owner))
+                      + gen_lines, way(gen_owner))
     if gen_owner:
-        target, why = _surviving_input(file_ev, imports, writable_dir, evidence.get("root") or "/")
+        target, why = _surviving_input(file_ev, imports, writable_dir, root)
         if target:
             out.update(owner=gen_owner, decision=WRITE_INPUT, surviving_input=target, evidence=gen_lines,
                        message="%s is rewritten by %s; the change goes to %s instead (%s)"
                        % (node_path, gen_owner, target, why))
             return out
-        return refuse(gen_owner, gen_lines, documented_way(os_id, gen_owner))
+        return refuse(gen_owner, gen_lines, way(gen_owner))
+    if found:
+        out.update(owner=found["tool"], next_run=found, evidence=found["evidence"],
+                   message=next_run_note(node_path, found))
+        return out
     out["message"] = "%s: nothing rewrites it (no generated header, template, rendering start, read-only or " \
                      "volatile mount)" % node_path
     return out

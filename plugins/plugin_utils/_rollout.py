@@ -27,7 +27,10 @@ FAILED = "failed"
 NOT_PROCESSED = "not_processed"
 # What the report keeps of the role's result (the gathered config and the diff stay out).
 _KEPT = ("files", "loaded_changes", "reasons", "notes", "restart_pending", "step", "containerd", "warnings",
-         "backup_dir")
+         "backup_dir", "pinned")
+# Notes the console prints for each host that changed (or would): what takes precedence, what 1.x pins, a
+# main config a provisioner renders whole on its next run, and a SystemdCgroup chosen without the kubelet.
+_CONSOLE_NOTES = ("precedence: ", "pins: ", "next run: ", "SystemdCgroup: ")
 
 
 class RolloutError(ValueError):
@@ -145,19 +148,15 @@ def check_mode_lines(entries):
     return out
 
 
-# The role's notes the console shows for a host it changes; the others stay in the reports.
-_SHOWN_NOTES = ("precedence: ", "SystemdCgroup: ")
-
-
 def precedence_lines(entries):
-    """The console's lines on what takes precedence over another tool's files, and on a SystemdCgroup the
-    role chose without the kubelet's word, one per note of a host the remediation changed (or would
-    change, in check mode)."""
+    """The console's lines on what takes precedence over another tool's files, what a 1.x drop-in pins, a
+    main config a provisioner renders on its next run and a SystemdCgroup the role chose without the
+    kubelet's word: one per such note of a host the remediation changed (or would change, in check mode)."""
     out = []
     for host in sorted(entries):
         rem = entries[host].get("remediation") or {}
         if rem.get("changed") or rem.get("outcome") == CHANGED:
-            out += [checks.on_node(host, note) for note in rem.get("notes") or [] if note.startswith(_SHOWN_NOTES)]
+            out += [checks.on_node(host, note) for note in rem.get("notes") or [] if note.startswith(_CONSOLE_NOTES)]
     return out
 
 

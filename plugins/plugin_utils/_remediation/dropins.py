@@ -16,7 +16,8 @@ from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _config_
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _toml_codec as toml_codec
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils._remediation import closure
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils._remediation.ownership import header, own_cri_name, own_name
-from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils._remediation.toml_edit import deep_update, ensure_table, get_in, parse
+from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils._remediation.toml_edit import (
+    deep_update, ensure_table, flatten, get_in, key_path, parse)
 
 
 def cri_plugin_for(version):
@@ -76,9 +77,13 @@ def plan_2x(node, opts, specs, missing, version, change_default, wanted_default,
 
 
 def plan_1x(node, opts, specs, version, change_default, wanted_default, need_cdi, own, notes):
-    """One own drop-in with the key-by-key merge of every file's CRI section (closure), plus the runtimes."""
+    """One own drop-in with the key-by-key merge of every file's CRI section (closure), plus the runtimes.
+    node.cri_pinned: {path, keys, from}: the CRI keys the drop-in copies from the other files (it pins them)."""
     path = os.path.join(node.dropin_dir, own_cri_name(opts))
     section, owners = closure.cri_section_1x(node, version, mine=[s["name"] for s in specs])
+    mine = set(s["name"] for s in specs)
+    pinned = sorted(key_path(("plugins", shapes.CRI_PLUGIN_V2) + k) for k in flatten(section)
+                    if not (k[:2] == ("containerd", "runtimes") and len(k) > 2 and k[2] in mine))
     runtimes = ensure_table(section, "containerd", "runtimes")
     for name, want in sorted(getattr(node, "cgroup_align", {}).items()):
         ensure_table(runtimes, name, "options")["SystemdCgroup"] = want
@@ -89,13 +94,26 @@ def plan_1x(node, opts, specs, version, change_default, wanted_default, need_cdi
     if need_cdi:
         section["enable_cdi"] = True
     node.cri_section = section
+    node.cri_pinned = {"path": path, "keys": pinned, "from": owners}
     origin = "the key-by-key merge of the CRI sections of %s" % ", ".join(owners) if owners else \
         "containerd's default CRI section"
-    notes.append("containerd 1.x replaces the whole CRI section per file: %s carries %s (what 2.x would load) plus the "
-                 "runtimes; later edits of that CRI section elsewhere are shadowed by it" % (path, origin))
+    notes.append("pins: containerd 1.x replaces the whole CRI section per file: %s carries %s (what 2.x would load) "
+                 "plus the runtimes, so it pins %d keys as they are now (%s); a later change of one of them in %s is "
+                 "not loaded until the role runs again" % (
+                     path, origin, len(pinned), named_keys(pinned, 12), ", ".join(owners) or "containerd's defaults"))
     content = header(["containerd 1.x takes a plugin's whole section from the last file that declares it",
                       "(containerd#5837): this file carries %s, plus the runtimes below." % origin]) + \
         toml_codec.dumps({"version": 2, "plugins": {shapes.CRI_PLUGIN_V2: section}})
     # Own files of an earlier layout (one per runtime, or another name) would replace this section again.
     removes = [p for p in own if p != path]
     return [{"path": path, "content": content}], removes
+
+
+def named_keys(keys, limit=None):
+    """Key paths as a line of the outcome names them: the table they share said once ('in [plugins."x"]: a, b.c'),
+    the first limit of them and how many more."""
+    prefix = os.path.commonprefix([k + "." for k in keys]) if len(keys) > 1 else ""
+    prefix = prefix[:prefix.rfind('".') + 2] if '".' in prefix else ""
+    shown = [k[len(prefix):] for k in keys[:limit]]
+    text = ("in [%s]: " % prefix.rstrip(".") if prefix else "") + ", ".join(shown)
+    return text + (" and %d more" % (len(keys) - limit) if limit and len(keys) > limit else "")

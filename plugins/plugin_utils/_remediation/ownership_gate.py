@@ -16,7 +16,10 @@ import os
 import re
 
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _ownership as node_ownership
+from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _config_shapes as config_shapes
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _ownership_decision as decision
+from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _toml_codec as toml_codec
+from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils._remediation.dropins import named_keys
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils._remediation.refusal import Refusal
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils._remediation.toml_edit import edit_main, parse
 
@@ -35,9 +38,37 @@ def main_imports(gathered):
 
 
 def evidence_paths(the_plan, gathered):
-    """What the node is asked about: the planned files and the directories the main config imports."""
+    """What the node is asked about: the planned files, the directories the main config imports, and the main
+    config when a 1.x drop-in pins its CRI keys (whoever reconciles it is asked about too)."""
     dirs = [os.path.dirname(p) for p in main_imports(gathered) if "*" in os.path.basename(p)]
-    return sorted(set(planned_paths(the_plan)) | set(dirs))
+    pinned_from = (the_plan.get("pinned") or {}).get("from") or ()
+    pinned = [gathered["config_path"]] if gathered["config_path"] in pinned_from else []
+    return sorted(set(planned_paths(the_plan)) | set(dirs) | set(pinned))
+
+
+def main_version(gathered):
+    """The main config's version as written (None when it cannot be read or parsed)."""
+    entry = next((f for f in gathered.get("files") or [] if f.get("path") == gathered["config_path"]), None)
+    try:
+        return config_shapes.config_version(toml_codec.loads(entry["content"], entry["path"])) \
+            if entry and entry.get("content") is not None else None
+    except (toml_codec.TomlError, config_shapes.ConfigShapeError):
+        return None
+
+
+def _pin_refusal(the_plan, result):
+    """containerd 1.x: the role's CRI drop-in copies the main config's CRI keys; where a provisioner or generator
+    renders the main config again, a change it makes to one of them is never loaded."""
+    pinned = the_plan["pinned"]
+    found = result["next_run"]
+    return ("%s: containerd 1.x takes the whole CRI section from the last file that declares it, so the role's %s must "
+            "copy it, pinning %d keys as %s sets them now (%s); %s is rendered by %s on its next run (%s), and a "
+            "change it makes then to any of those keys would not be loaded while the role's drop-in shadows it. Add "
+            "the runtime through %s instead, or set edit_generated to write anyway (a pinned key then needs the role "
+            "run again after each change). %s"
+            % (result["path"], pinned["path"], len(pinned["keys"]), result["path"], named_keys(pinned["keys"]),
+               result["path"], found["tool"], "; ".join(result["evidence"]), found["input"], _NOTHING))
+
 
 
 def _machine(root, node_path):
@@ -63,11 +94,26 @@ def judge(the_plan, gathered, found, edit_generated=False, dropin_dir=None):
         return bool(entry and entry["writable"]["ok"])
 
     out = {"refusals": [], "dropin_dir": None, "template": None, "notes": []}
+    version = main_version(gathered)
+    pinned = the_plan.get("pinned") or {}
+    if config_path in (pinned.get("from") or ()) and config_path in files:
+        result = decision.decide(evidence, config_path, config_path=config_path, imports=imports,
+                                 writable_dir=writable_dir, version=version)
+        if result.get("next_run") and not edit_generated:
+            out["refusals"].append(_pin_refusal(the_plan, result))
+            return out
+        if result.get("next_run") or result["decision"] == decision.WRITE_INPUT:
+            out["notes"].append("pins: %s is rendered again by %s; the role's %s pins its CRI keys as this run loads "
+                                "them: run the role again after each change %s makes to them"
+                                % (result["path"], result["owner"], pinned["path"], result["owner"]))
     for path in planned_paths(the_plan):
         if path not in files:
             out["refusals"].append("%s: the node reported no ownership evidence for it. %s" % (path, _NOTHING))
             continue
-        result = decision.decide(evidence, path, config_path=config_path, imports=imports, writable_dir=writable_dir)
+        result = decision.decide(evidence, path, config_path=config_path, imports=imports, writable_dir=writable_dir,
+                                 version=version if path == config_path else None)
+        if result.get("next_run") and path == config_path:
+            out["notes"].append(result["message"])
         if result["decision"] == decision.REFUSE:
             if result["message"] not in out["refusals"]:
                 out["refusals"].append(result["message"])
@@ -130,8 +176,11 @@ def through_template(the_plan, gathered, found, result, template):
     why = "%s is rendered again from %s by %s at every start" % (config_path, template, owner)
     if info is None or (info.get("text") is None and not info.get("error")):
         os_id = ((found["ownership"].get("os_release") or {}).get("ID"))
+        file_ev = found["ownership"]["files"].get(config_path)
+        way = decision.documented_way(os_id, owner, file_ev, main_imports(gathered), main_version(gathered),
+                                      found["ownership"].get("root") or "/")
         raise Refusal("%s: not written, its owner is %s and the input that survives, %s, does not exist; the documented "
-                      "way: %s. %s" % (config_path, owner, template, decision.documented_way(os_id, owner), _NOTHING))
+                      "way: %s. %s" % (config_path, owner, template, way, _NOTHING))
     if info.get("text") is None:
         raise Refusal("%s, and %s cannot be read (%s). %s" % (why, template, info["error"], _NOTHING))
     main_write = [w for w in the_plan["writes"] if w["path"] == config_path]

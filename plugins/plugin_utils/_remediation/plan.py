@@ -181,8 +181,10 @@ def plan(gathered, opts):
     warnings = result["warnings"] = []
     main_doc, main_text, main_version = _main(node, [s["name"] for s in specs])
     if node.major < 2:
+        # what the drop-in pins goes to the notes: the report and the console keep it (issue 37)
         writes, removes = dropins.plan_1x(node, opts, specs, main_version, change_default, wanted_default, need_cdi,
-                                          own, warnings)
+                                          own, notes)
+        result["pinned"] = node.cri_pinned
     else:
         writes, removes = dropins.plan_2x(node, opts, specs, missing, main_version, change_default, wanted_default,
                                           need_cdi, own, warnings)
