@@ -27,6 +27,7 @@ ARGUMENT_SPEC = dict(
     junit_path=dict(type="path"),
     metrics_path=dict(type="path"),
     allow_no_runtimeclasses=dict(type="bool", default=False),
+    fail_run=dict(type="bool", default=True),
     node_label_selector=dict(type="str"),
     checked=dict(type="dict"),
     not_validated=dict(type="list", elements="str", default=[]),
@@ -72,13 +73,18 @@ class ActionModule(ActionBase):
                                                "metrics": args["metrics_path"]})
         except report.WriteError as exc:
             raise AnsibleActionFail(str(exc))
-        result.update(report.result_of(built, written, verbose=Display().verbosity > 0), judged=True,
+        result.update(report.result_of(built, written, verbose=Display().verbosity > 0,
+                                        own_lines=args["mode"] == "hosts"), judged=True,
                       missing_lines=sorted(checks.on_node(n, line) for n, e in built["nodes"].items() for line in e["missing"]))
         if args["mode"] in SINGLE_MODES:
             # runtime_check (or the sandbox) printed the node's lines already.
             result["gpurt_summary_lines"] = ["FAILED: %s" % checks.one_line(r) for r in built["run_failures"]]
+        if self._task.delegate_facts:
+            result["ansible_facts"] = {"gpurt_audit_failing": result["failing_nodes"],
+                                       "gpurt_audit_run_failures": built["run_failures"],
+                                       "gpurt_audit_judged_on": (task_vars or {}).get("inventory_hostname")}
         lines = result["summary_lines"]
-        if built["run_failures"]:
+        if built["run_failures"] and args["fail_run"]:
             # The run as a whole checked too little to pass: the reports are written, the task fails.
             result.update(failed=True, msg="; ".join(built["run_failures"]) + " (" + lines[-1] + ")")
         return result

@@ -63,6 +63,9 @@ class ActionModule(ActionBase):
         if found["problems"]:
             result.update(failed=True, msg="\n".join(found["problems"]))
             return result
+        if args["playbook"] and self._task.delegate_facts:
+            result["ansible_facts"] = {"gpurt_%s_matched" % args["playbook"]: len(
+                (task_vars or {}).get("ansible_play_hosts_all") or [])}
         if args["playbook"]:
             from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _playbook_inputs as playbook_inputs
             try:

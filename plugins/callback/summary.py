@@ -21,7 +21,8 @@ description:
     line of its own, such as a bare C(OK).
   - A run of one of the collection's playbooks that failed before judging (bad input, no access to the
     cluster, a controller that cannot run the collection) prints C(NOT JUDGED) lines instead, with the
-    failed task and its message, so that the last lines of every run say what happened.
+    failed task and its message, so that the last lines of every run say what happened, then the warnings
+    of the collection's tasks before it (an unknown variable and the name it likely meant), last.
   - Enable it with C(callbacks_enabled = gpurt.runtime_gate.summary) in C(ansible.cfg) or
     E(ANSIBLE_CALLBACKS_ENABLED).
 version_added: 0.1.0
@@ -65,6 +66,7 @@ class CallbackModule(CallbackBase):
         super(CallbackModule, self).__init__()
         self._blocks = []
         self._failures = []
+        self._warnings = []
 
     def _collect(self, result):
         lines = result._result.get(RESULT_KEY)
@@ -83,10 +85,22 @@ class CallbackModule(CallbackBase):
         else:
             self._failures.append((key, [result._host.get_name()]))
 
+    def _warned(self, result):
+        """The warnings of the collection's tasks (an unknown variable and the name it likely meant): a run
+        that stops before judging repeats them last, where CI shows it."""
+        if not _ours(result._task):
+            return
+        for warning in result._result.get("warnings") or []:
+            text = one_line(warning if isinstance(warning, str) else getattr(warning, "msg", warning))
+            if text not in self._warnings:
+                self._warnings.append(text)
+
     def v2_runner_on_ok(self, result):
+        self._warned(result)
         self._collect(result)
 
     def v2_runner_on_failed(self, result, ignore_errors=False):
+        self._warned(result)
         self._collect(result)
         if not ignore_errors:
             self._failure(result, "failed")
@@ -112,3 +126,5 @@ class CallbackModule(CallbackBase):
                 self._display.display("  " + line)
         if len(self._failures) > SHOWN_FAILURES:
             self._display.display("NOT JUDGED: %d more failed task(s), see above" % (len(self._failures) - SHOWN_FAILURES))
+        for warning in self._warnings:
+            self._display.display("NOT JUDGED, and warned before: %s" % warning)

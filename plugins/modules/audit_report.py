@@ -96,6 +96,13 @@ options:
       - Do not fail the run when O(runtimeclasses) is empty (audit the nodes alone).
     type: bool
     default: false
+  fail_run:
+    description:
+      - Fail the task when the run as a whole checked too little (RV(run_failures)). With V(false) the task
+        returns the report and leaves the failure to the playbook (C(audit.yml) fails the run once, on the
+        controller, with the short message, after the summary).
+    type: bool
+    default: true
   node_label_selector:
     description:
       - The label selector O(nodes) were listed with, to name it when none matched (O(mode=cluster)).
@@ -167,12 +174,38 @@ detail_lines:
   type: list
   elements: str
 readable_lines:
-  description: What a person reads of the run, as the playbooks print it, each node once with its MISSING handlers,
-    then its errors and warnings, each once with its fix (with C(-v) also the info findings and the skipped checks),
-    then the coverage, the notes and the totals.
+  description: What a person reads of the run, as the playbooks print it, at any fleet size. One line per node with
+    its MISSING handlers (in C(hosts) mode only the nodes that pass; a failing node's line is in RV(node_lines),
+    which the playbook fails the node with, and the totals count them), then each distinct error and
+    warning once, with its fix and the nodes it applies to (a count and a few names; the reports list all; with
+    C(-v) also the info findings and the skipped checks), then the coverage, the notes and the totals. In C(hosts)
+    mode the summary callback prints these lines.
   returned: always
   type: list
   elements: str
+node_lines:
+  description: Each node's line as C(readable_lines) shows it, by node name.
+  returned: always
+  type: dict
+ansible_facts:
+  description: With C(delegate_facts), the failing nodes as a fact of the delegated host, for a play that fails them.
+  returned: when the task sets C(delegate_facts)
+  type: dict
+  contains:
+    gpurt_audit_failing:
+      description: The same list as RV(failing_nodes).
+      returned: when the task sets C(delegate_facts)
+      type: list
+      elements: str
+    gpurt_audit_run_failures:
+      description: The same list as RV(run_failures).
+      returned: when the task sets C(delegate_facts)
+      type: list
+      elements: str
+    gpurt_audit_judged_on:
+      description: The host the task ran for (its registered result is on it).
+      returned: when the task sets C(delegate_facts)
+      type: str
 failing_nodes:
   description: Nodes with a finding that reaches O(fail_on), or not checked.
   returned: always

@@ -108,4 +108,10 @@ not_judged:
   returned: always
   type: list
   elements: str
+ansible_facts:
+  description: With C(delegate_facts) and O(playbook), that the playbook's host pattern matched hosts, as a fact of
+    the delegated host (the playbook's "checked nothing" guard reads it).
+  returned: when the task sets C(delegate_facts) and O(playbook) is set
+  type: dict
+  sample: {"gpurt_audit_matched": 3}
 """

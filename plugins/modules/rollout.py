@@ -187,12 +187,16 @@ detail_lines:
   type: list
   elements: str
 readable_lines:
-  description: What a person reads of the run, as the playbooks print it, each node once with its MISSING handlers,
-    then its errors and warnings, each once with its fix (with C(-v) also the info findings and the skipped checks),
-    then the coverage, the notes and the totals.
+  description: What a person reads of the run, each node once with its MISSING handlers, then each distinct error
+    and warning once, with its fix and the nodes it applies to (a count and a few names; with C(-v) also the info
+    findings and the skipped checks), then the coverage, the notes and the totals.
   returned: O(step=report)
   type: list
   elements: str
+node_lines:
+  description: Each node's line as C(readable_lines) shows it, by node name.
+  returned: O(step=report)
+  type: dict
 failing_nodes:
   description: Nodes that did not pass (findings at O(fail_on), not checked, refused, failed, not processed).
   returned: O(step=report)

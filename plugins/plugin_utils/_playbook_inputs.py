@@ -25,7 +25,8 @@ INTERNAL = frozenset((
     "gpurt_runtimeclasses", "gpurt_nodes", "gpurt_loaded", "gpurt_report", "gpurt_audit_matched",
     "gpurt_crosscheck", "gpurt_bootstrap", "gpurt_bootstrap_root", "gpurt_bootstrap_rendered",
     "gpurt_bootstrap_loaded", "gpurt_bootstrap_check", "gpurt_gate_nodes", "gpurt_live_runtimeclasses",
-    "gpurt_runtimeclass_gate", "gpurt_reaudit_result",
+    "gpurt_runtimeclass_gate", "gpurt_reaudit_result", "gpurt_audit_failing", "gpurt_audit_judged_on",
+    "gpurt_audit_run_failures",
 ))
 # Only what validate_argument_spec reads of an option (descriptions stay out of its error output).
 _VALIDATED_KEYS = ("type", "elements", "choices", "aliases", "no_log", "required", "default", "options")

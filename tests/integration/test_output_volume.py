@@ -1,8 +1,9 @@
-"""Issue 26 item 2: output a person reads, measured on a real ansible-playbook audit of many failing
-local nodes, without the repository's ansible.cfg (ansible-core's default callback, JSON results, no
-summary callback): per node one Summary line and each finding once with its fix, one [ERROR] block
-for the whole run, at most 3 lines per node outside the Summary (the gather's ok, the fatal line,
-the recap). GPURT_OUTPUT_NODES sets the node count (500 by default)."""
+"""Issue 26 item 2, issue 35 item 1: output a person reads, measured on a real ansible-playbook audit of
+many failing local nodes, without the repository's ansible.cfg (ansible-core's default callback, JSON
+results, no summary callback): per node one line (its failed line), the Summary with each distinct
+finding once with its fix and the nodes it applies to, one [ERROR] block for the whole run, at most 3
+lines per node outside the Summary (the gather's ok, the failed line, the recap). GPURT_OUTPUT_NODES sets
+the node count (500 by default)."""
 import os
 import re
 
@@ -58,20 +59,24 @@ def test_every_failing_node_fails_once(failing_fleet):
     assert run.out.count("[ERROR]") <= 1 and "RUNTIME GATE" not in run.out and "Traceback" not in run.text, run
 
 
-def test_each_node_one_summary_line_then_each_finding_once_with_its_fix(failing_fleet):
+def test_each_node_one_line_then_each_finding_once_with_its_fix(failing_fleet):
+    """Issue 35: each failing node's line is its failed line; the Summary prints the finding the nodes share
+    once, with a count and a few of their names."""
     run = failing_fleet["run"]
-    summary = _block(run.out, "TASK [Summary]")
-    for host in failing_fleet["hosts"]:
-        line = '"%s: 1 finding (1 error); MISSING=nvidia",' % host
-        i = summary.index("        " + line)
-        finding = summary[i + 1].strip()
-        assert finding.startswith('"  ERROR missing_handler: RuntimeClass nvidia asks for handler \'nvidia\', which '
-                                  'the loaded containerd config of %s does not have (loaded runtimes: nvida, runc)' % host)
-        assert "(fix: rename runtime 'nvida' to 'nvidia'" in finding, finding
-        # each finding once in the whole output, and the node's MISSING once
-        assert run.out.count("containerd config of %s does not have" % host) == 1
-        assert run.out.count("%s: 1 finding" % host) == 1
-    last = [line.strip() for line in summary if line.strip().startswith('"checked ')]
+    hosts = failing_fleet["hosts"]
+    for host in hosts:
+        failed = [line for line in run.out.splitlines() if line.startswith("failed: [%s] " % host)]
+        assert len(failed) == 1 and failed[0].startswith(
+            "failed: [%s] (item=%s: 1 finding (1 error); MISSING=nvidia) => " % (host, host)), failed
+    summary = [line.strip() for line in _block(run.out, "TASK [Summary]")]
+    finding = [line for line in summary if "missing_handler" in line]
+    assert len(finding) == 1 and finding[0].startswith(
+        '"ERROR missing_handler on %d nodes (%s and %d more): RuntimeClass nvidia asks for handler \'nvidia\', which '
+        'the loaded containerd config of each node does not have (loaded runtimes: nvida, runc)'
+        % (NODES, ", ".join(hosts[:3]), NODES - 3)), summary
+    assert "(fix: rename runtime 'nvida' to 'nvidia'" in finding[0], finding
+    assert run.out.count("asks for handler 'nvidia'") == 1, run
+    last = [line for line in summary if line.startswith('"checked ')]
     assert last == ['"checked %d of %d node(s): 0 OK, %d with findings, 0 not checked; %d failing '
                     '(fail_on=error)"' % ((NODES,) * 4)], summary[-5:]
 
@@ -85,7 +90,7 @@ def test_at_most_three_lines_per_node_besides_the_summary(failing_fleet):
     for line in lines:
         if line in summary_lines:
             continue
-        for host in re.findall(r"gpu-\d{3}", line):
+        for host in set(re.findall(r"gpu-\d{3}", line)):  # lines, not names
             per_node[host] += 1
     # the first host also carries the run-once tasks' lines ("ok: [gpu-000 -> localhost]"), counted in `fixed`
     run_once_host = failing_fleet["hosts"][0]

@@ -353,8 +353,13 @@ class KubeSession(ResourceOperations):
             why = "the identity may not %s %s; %s" % (verb, qualified, hint)
             if message:
                 why += " (apiserver: %s)" % message
+        elif status == 404 and details.get("kind") == "namespaces" and details.get("name"):
+            # the namespace the object goes into does not exist (the apiserver names it)
+            why = ("namespace %s does not exist: create it (kubectl create namespace %s), or name one that does"
+                   % (details["name"], details["name"]))
         elif status == 404 and (name is None or details.get("name") != name):
-            why = "%s is not served%s; is host a Kubernetes apiserver?" % (path, not_served)
+            why = "%s is not served%s; is host a Kubernetes apiserver?" % (
+                path.replace("/namespaces/{namespace}", ""), not_served)
         elif status == 410:
             why = "the continue token expired while paging (the list changed); run again or raise page_size"
         else:

@@ -17,8 +17,8 @@ __metaclass__ = type
 
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils._checks import registry
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils._checks.model import (  # noqa: F401
-    FAIL_ON_CHOICES, SEVERITIES, NotRun, finding, finding_line, missing_lines, not_checked_line, on_node, one_line,
-    reaches, sort_findings)
+    FAIL_ON_CHOICES, SEVERITIES, SHOWN_NODES, NotRun, finding, finding_line, missing_lines, names_text,
+    not_checked_line, on_node, on_nodes, one_line, reaches, sort_findings)
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils._checks.registry import (  # noqa: F401
     BY_ID, CHECKS, JUDGE_SPEC, NEEDS, REGISTRY, Check, booted_node_checks, check_ids, validate_skip)
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils._checks.context import (  # noqa: F401

@@ -10,7 +10,8 @@ __metaclass__ = type
 
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _quantity as quantity
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils._checks.handlers import KNOWN_HANDLERS, edit_distance
-from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils._checks.model import finding, sort_findings
+from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils._checks.model import (
+    SHOWN_NODES, finding, names_text, sort_findings)
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils._checks.registry import check, declare, fixed_by, need, not_fixed
 
 
@@ -97,6 +98,14 @@ def likely_typos(members, runtime_sets):
     return out
 
 
+def _peers(nodes):
+    """The nodes of a group that load a runtime, as a drift message names them: a count and a few names,
+    the same text on every node that lacks it (the evidence lists all)."""
+    if len(nodes) <= SHOWN_NODES:
+        return ", ".join(nodes)
+    return "%d nodes: %s" % (len(nodes), names_text(nodes, SHOWN_NODES))
+
+
 def check_drift(groups, runtime_sets):
     """node_drift: within each group, nodes lacking a runtime that another member loads.
 
@@ -126,12 +135,12 @@ def check_drift(groups, runtime_sets):
             parts = []
             if misspelt:
                 parts.append("loads %s, likely a typo of %s" % (
-                    ", ".join(misspelt), ", ".join("%s (loaded by %s)" % (typos[n], ", ".join(
-                        m for m in members if typos[n] in runtime_sets[m]) or "no other node") for n in misspelt)))
+                    ", ".join(misspelt), ", ".join("%s (loaded by %s)" % (typos[n], _peers(
+                        [m for m in members if typos[n] in runtime_sets[m]]) or "no other node") for n in misspelt)))
             if lacks:
                 parts.append("lacks runtime(s) %s that other nodes of group %s load (%s)" % (
                     ", ".join(lacks), group,
-                    "; ".join("%s on %s" % (name, ", ".join(nodes)) for name, nodes in sorted(loaded_by.items()))))
+                    "; ".join("%s on %s" % (name, _peers(nodes)) for name, nodes in sorted(loaded_by.items()))))
             fix = "converge the group with the gpurt.runtime_gate.containerd_runtime role"
             if misspelt:
                 fix = "rename %s in the node's containerd config, then %s" % (

@@ -66,12 +66,36 @@ def reaches(severity, fail_on):
     return SEVERITIES.index(severity) <= SEVERITIES.index(fail_on)
 
 
-def finding_line(item, with_node=False):
+def finding_line(item, with_node=False, nodes=None):
     """The one formatter of a finding as a line: `ERROR check: message (fix: fix)`; the audit,
-    crosscheck, the re-audit and the summary callback all print findings with it."""
-    line = "%s %s: %s (fix: %s)" % (item["severity"].upper(), item["check"], one_line(item["message"]),
-                                    one_line(item["fix"]))
+    crosscheck, the re-audit and the summary callback all print findings with it. nodes: the nodes
+    a finding found alike on each applies to, named after the check (a count and a few names)."""
+    where = " " + on_nodes(nodes) if nodes else ""
+    line = "%s %s%s: %s (fix: %s)" % (item["severity"].upper(), item["check"], where, one_line(item["message"]),
+                                      one_line(item["fix"]))
     return on_node(item["node"], line) if with_node else line
+
+
+# Nodes named in a line about many (a finding, a group's drift) before "and N more".
+SHOWN_NODES = 3
+
+
+def on_nodes(nodes):
+    """`on node-1`, or `on 50 nodes (a, b, c and 47 more)`: what a line about many nodes says of them (the
+    reports list every node)."""
+    if len(nodes) == 1:
+        return "on %s" % one_line(nodes[0])
+    shown = ", ".join(one_line(n) for n in nodes[:SHOWN_NODES])
+    more = len(nodes) - SHOWN_NODES
+    return "on %d nodes (%s%s)" % (len(nodes), shown, " and %d more" % more if more > 0 else "")
+
+
+def names_text(names, shown=SHOWN_NODES):
+    """A list of names as text: all of them up to `shown`, else the first ones and how many more."""
+    names = [one_line(n) for n in names]
+    if len(names) <= shown:
+        return ", ".join(names)
+    return "%s and %d more (the report lists all)" % (", ".join(names[:shown]), len(names) - shown)
 
 
 def missing_lines(findings):

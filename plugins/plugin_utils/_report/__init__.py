@@ -14,7 +14,7 @@ from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils._report.model i
     NOT_PROCESSED, NOT_VALIDATED, OK, OTHER_STATUSES, PASSED, REFUSED, REPORT_FORMAT, STATUSES, add_findings, build,
     collection_version, coverage, coverage_warnings, gate_lines, names_text, node_entry, not_judged)
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils._report.text_writer import (  # noqa: F401
-    node_line, readable_lines, result_of, summary_lines, totals_line)
+    distinct_lines, node_line, readable_lines, readable_node_line, result_of, summary_lines, totals_line)
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils._report.json_writer import to_json  # noqa: F401
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils._report.junit_writer import to_junit  # noqa: F401
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils._report.prometheus_writer import to_prometheus  # noqa: F401

@@ -183,10 +183,7 @@ def not_judged(mode):
 
 
 def names_text(names, shown=SHOWN_NAMES):
-    names = [checks.one_line(n) for n in names]
-    if len(names) <= shown:
-        return ", ".join(names)
-    return "%s and %d more (the report lists all)" % (", ".join(names[:shown]), len(names) - shown)
+    return checks.names_text(names, shown)
 
 
 def coverage(run_nodes, cluster_nodes, inventory_nodes=None):

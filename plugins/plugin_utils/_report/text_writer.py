@@ -8,6 +8,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import re
+
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _checks as checks
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils._report.model import (
     MODE_STATUSES, NOT_CHECKED, OK, OTHER_STATUSES, coverage_warnings, mode_key)
@@ -83,17 +85,84 @@ def summary_lines(report, details=True, severities=None, readable=False):
     return lines
 
 
-def readable_lines(report, verbose=False):
-    """What a person reads of a run: per node one line (with its MISSING handlers), then its errors
-    and warnings, each once with its fix (info and the skipped checks too when verbose); then the
-    coverage, notes and totals."""
-    return summary_lines(report, severities=None if verbose else ("error", "warning"), readable=True)
+# Where a node's own name stood in a finding found alike on many nodes (never printed).
+_NODE = "\x00"
 
 
-def result_of(built, written, details=False, verbose=False):
+def _alike(text, node):
+    """text with the node's own name put aside: a finding found alike on many nodes is one finding."""
+    return re.sub(r"(?<![\w./-])%s(?![\w./-])" % re.escape(node), _NODE, str(text or ""))
+
+
+def _grouped(rows):
+    """rows: (node, key, text) -> [(key, text, nodes)]: each distinct text once, with the nodes it applies to
+    (the node's own name in it put aside), in the order first seen."""
+    groups = {}
+    for node, key, text in rows:
+        groups.setdefault((key, _alike(text, node)), []).append(node)
+    return [(key, text.replace(_NODE, nodes[0] if len(nodes) == 1 else "each node"), nodes)
+            for (key, text), nodes in groups.items()]
+
+
+def distinct_lines(report, severities=None, skipped=False):
+    """Each distinct refusal, finding (of `severities`, all when None; errors first) and, with `skipped`,
+    skipped check once, with the nodes it applies to: a count and a few names, the rest in the reports."""
+    entries = [report["nodes"][name] for name in sorted(report["nodes"])]
+    lines = ["refused %s: %s" % (checks.on_nodes(nodes), checks.one_line(text)) for _key, text, nodes in _grouped(
+        (e["node"], None, reason) for e in entries for reason in (e.get("remediation") or {}).get("reasons") or [])]
+    rank = dict((s, i) for i, s in enumerate(checks.SEVERITIES))
+    items = sorted(((e["node"], item) for e in entries for item in e["findings"]
+                    if severities is None or item["severity"] in severities),
+                   key=lambda pair: (rank[pair[1]["severity"]], pair[1]["check"]))
+    found = _grouped((node, (item["severity"], item["check"]), "%s\x01%s\x01%s" % (
+        item["message"], item["fix"], item["subject"])) for node, item in items)
+    for (severity, check), text, nodes in found:
+        message, fix = text.split("\x01")[:2]
+        lines.append(checks.finding_line({"severity": severity, "check": check, "message": message, "fix": fix},
+                                         nodes=nodes))
+    if skipped:
+        lines.extend("skipped %s %s: %s" % (check, checks.on_nodes(nodes), checks.one_line(why))
+                     for check, why, nodes in _grouped(
+                         (e["node"], check, why) for e in entries
+                         for check, why in sorted(e.get("checks_skipped", {}).items()) if why != "skip_checks"))
+    return lines
+
+
+def readable_node_line(entry):
+    """A node's line as a person reads it: its verdict, then its MISSING handlers."""
+    line = node_line(entry)
+    if entry.get("missing"):
+        line += "; " + " ".join(checks.one_line(m) for m in entry["missing"])
+    return line
+
+
+def readable_lines(report, verbose=False, own_lines=False):
+    """What a person reads of a run, at any fleet size: one line per node (with its MISSING handlers),
+    then each distinct error and warning once with the nodes it applies to (info and the skipped checks
+    too when verbose), then the coverage, notes and totals. own_lines: the failing nodes' lines are
+    printed elsewhere (each node's failed task): the findings name a few of them and the totals count them."""
+    lines = [readable_node_line(entry) for entry in (report["nodes"][name] for name in sorted(report["nodes"]))
+             if not (own_lines and entry["failing"] and not entry["unreachable"])]
+    severities = None if verbose else ("error", "warning")
+    lines.extend(distinct_lines(report, severities, skipped=verbose))
+    hidden = 0 if verbose else sum(1 for e in report["nodes"].values() for item in e["findings"]
+                                   if item["severity"] not in severities)
+    if hidden:
+        lines.append("%d info finding(s) and the checks each node skipped not shown: run with -v to see them" % hidden)
+    lines.extend(coverage_warnings(report.get("coverage")))
+    lines.extend(checks.one_line(note) for note in report.get("notes", []))
+    lines.extend("FAILED: %s" % checks.one_line(reason) for reason in report.get("run_failures", []))
+    lines.append(totals_line(report))
+    return lines
+
+
+def result_of(built, written, details=False, verbose=False, own_lines=False):
     """What the actions that judge a run return of its report (the summary lines for the callback too);
-    verbose (-v) adds the info findings and the skipped checks to readable_lines."""
+    verbose (-v) adds the info findings and the skipped checks to readable_lines. own_lines: the playbook
+    fails each failing node with its own line (node_lines), so readable_lines only counts and names them,
+    and the callback prints readable_lines (the playbook's Summary task prints them when it is not enabled)."""
     lines = summary_lines(built, details=details)
+    readable = readable_lines(built, verbose, own_lines)
     out = {
         "changed": False,
         "report": built,
@@ -102,8 +171,9 @@ def result_of(built, written, details=False, verbose=False):
         "run_failures": built["run_failures"],
         "summary_lines": lines,
         "detail_lines": summary_lines(built),
-        "readable_lines": readable_lines(built, verbose),
-        "gpurt_summary_lines": lines,
+        "readable_lines": readable,
+        "node_lines": dict((name, readable_node_line(entry)) for name, entry in built["nodes"].items()),
+        "gpurt_summary_lines": readable if own_lines else lines,
         "failing_nodes": sorted(n for n, e in built["nodes"].items() if e["failing"]),
         "unreachable_nodes": sorted(n for n, e in built["nodes"].items() if e["unreachable"]),
         "written": written,

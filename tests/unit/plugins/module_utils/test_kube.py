@@ -269,6 +269,15 @@ def test_404_is_not_retried(fake):
     assert len(fake.list_requests("runtimeclasses")) == 1
 
 
+def test_404_on_a_namespaced_path_prints_no_placeholder(fake):
+    """Issue 35 item 3: a namespaced collection that is not served is named without its {namespace}."""
+    fake.respond_always("configmaps", 404)
+    with lister(fake) as client, pytest.raises(kube.KubeError) as err:
+        client.get("configmaps", "params", namespace="gate")
+    message = str(err.value)
+    assert "/api/v1/configmaps is not served" in message and "{" not in message, message
+
+
 def test_token_echoed_by_the_server_is_masked(fake):
     leak = status_body(500, "upstream said: Authorization: Bearer %s" % TOKEN)
     fake.respond_always("runtimeclasses", {"status": 500, "body": leak})

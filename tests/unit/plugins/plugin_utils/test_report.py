@@ -301,21 +301,51 @@ class TestSummaryLines(object):
         assert len(lines) == 5 + 5
 
     def test_readable_lines(self):
-        """Issue 26 item 2: per node one line with its MISSING handlers, then its errors and warnings
-        each once with its fix, errors first; info and the skipped checks only with -v."""
+        """Issue 35 item 1: per node one line with its MISSING handlers, then each distinct error and warning
+        once with its fix and the nodes it applies to, errors first; info and the skipped checks only with -v."""
         built = report.build(entries(), fail_on="error")
         built["nodes"]["err-node"]["checks_skipped"]["drift"] = "one node in its group"
         lines = report.readable_lines(built)
-        i = lines.index("err-node: 4 findings (2 error, 1 warning, 1 info); MISSING=kata MISSING=nvidia")
-        assert [line.split(":")[0] for line in lines[i + 1:i + 4]] == [
-            "  ERROR missing_handler", "  ERROR missing_handler", "  WARNING default_runtime_blast_radius"]
-        assert lines[i + 1].endswith("(fix: fix missing_handler)") and lines[i + 4] == "ok-node: OK"
-        assert not any(line.startswith(("  INFO", "  skipped")) for line in lines), lines
+        assert lines[:4] == ["down-node: NOT CHECKED (down-node: unreachable: ssh timeout)",
+                             "err-node: 4 findings (2 error, 1 warning, 1 info); MISSING=kata MISSING=nvidia",
+                             "ok-node: OK", "warn-node: 1 finding (1 warning)"], lines
+        assert [line.split(":")[0] for line in lines[4:8]] == [
+            "ERROR missing_handler on err-node", "ERROR missing_handler on err-node",
+            "WARNING dead_imports_glob on warn-node", "WARNING default_runtime_blast_radius on err-node"], lines
+        assert lines[4].endswith("(fix: fix missing_handler)")
+        assert not any(line.startswith(("INFO", "skipped")) for line in lines), lines
         assert "1 info finding(s) and the checks each node skipped not shown: run with -v to see them" in lines
         verbose = report.readable_lines(built, verbose=True)
-        assert "  INFO cdi_stale_spec: cdi_stale_spec on err-node (fix: fix cdi_stale_spec)" in verbose
-        assert "  skipped drift: one node in its group" in verbose and not any("-v" in line for line in verbose)
+        assert "INFO cdi_stale_spec on err-node: cdi_stale_spec on err-node (fix: fix cdi_stale_spec)" in verbose
+        assert "skipped drift on err-node: one node in its group" in verbose
+        assert not any("-v" in line for line in verbose)
         assert sum(1 for line in verbose if "missing_handler" in line) == 2  # each finding once
+
+    def test_readable_lines_own_lines(self):
+        """The failing nodes' lines are their failed tasks' (node_lines): here only the totals count them."""
+        built = report.build(entries(), fail_on="error")
+        lines = report.readable_lines(built, own_lines=True)
+        assert lines[:2] == ["ok-node: OK", "warn-node: 1 finding (1 warning)"], lines
+        result = report.result_of(built, [], own_lines=True)
+        assert result["gpurt_summary_lines"] == lines
+        assert result["node_lines"]["err-node"] == ("err-node: 4 findings (2 error, 1 warning, 1 info); "
+                                                    "MISSING=kata MISSING=nvidia")
+
+    def test_a_finding_alike_on_many_nodes_is_printed_once(self):
+        """Issue 35 item 1: the same finding on 50 nodes (its node's name aside) is one line, with a count and
+        a few names; a finding whose text differs beyond the node's name stays its own."""
+        names = ["gpu-%03d" % i for i in range(50)]
+        nodes = [report.node_entry(n, [checks.finding(n, "missing_handler", "error", "nvidia",
+                                                      "the loaded containerd config of %s lacks nvidia" % n,
+                                                      "register nvidia on %s" % n)]) for n in names]
+        nodes.append(report.node_entry("gpu-0001", [checks.finding("gpu-0001", "missing_handler", "error", "nvidia",
+                                                                   "/srv/gpu-0001/config.toml lacks nvidia", "x")]))
+        lines = report.readable_lines(report.build(nodes), own_lines=True)
+        assert lines == [
+            "ERROR missing_handler on 50 nodes (gpu-000, gpu-001, gpu-002 and 47 more): the loaded containerd "
+            "config of each node lacks nvidia (fix: register nvidia on each node)",
+            "ERROR missing_handler on gpu-0001: /srv/gpu-0001/config.toml lacks nvidia (fix: x)",
+            "checked 51 of 51 node(s): 0 OK, 51 with findings, 0 not checked; 51 failing (fail_on=error)"], lines
 
 
 class TestCoverage(object):

@@ -1,0 +1,86 @@
+"""Issue 35 item 2: one copy of each failure, the short fatal line, the right host charged, the summary
+always printed, and the hint of a typo in the last line; real ansible-playbook runs of audit.yml on local
+nodes loaded by the real containerd, with the repository's ansible.cfg (the summary callback enabled)."""
+import os
+
+import pytest
+
+from tests.lib import ansible_run
+from tests.lib.cluster_objects import Api
+from tests.lib.nodes import Node
+
+pytestmark = pytest.mark.integration
+AUDIT = os.path.join(ansible_run.REPO, "playbooks", "audit.yml")
+MAIN = 'version = 3\n[plugins."io.containerd.cri.v1.runtime".containerd.runtimes.nvidia]\n' \
+       '  runtime_type = "io.containerd.runc.v2"\n' \
+       '[plugins."io.containerd.cri.v1.runtime".containerd.runtimes.nvidia.options]\n' \
+       '  BinaryName = "{root}/usr/bin/nvidia-container-runtime"\n'
+NO_RUNTIMECLASS = "no RuntimeClass was read, so no handler was cross-checked"
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory, containerd):
+    base = tmp_path_factory.mktemp("one-copy")
+    hosts = {}
+    for name in ("gpu-1", "gpu-2"):
+        node = Node(base, name, "2.1")
+        node.runtime_binary()
+        node.write("etc/containerd/config.toml", MAIN)
+        hosts[name] = node.host_vars()
+    (base / "none.yaml").write_text("# none\n")
+    home = base / "home"
+    home.mkdir()
+    return {"base": base, "home": str(home),
+            "inventory": ansible_run.write_inventory(str(base / "hosts.json"), hosts)}
+
+
+def test_a_run_that_checked_too_little_fails_once_on_the_controller_after_its_summary(site, private_cluster):
+    """A real cluster with the hosts' Nodes and no RuntimeClass at all."""
+    api = Api(private_cluster.kubeconfig)
+    try:
+        for name in ("gpu-1", "gpu-2"):
+            api.node(name)
+    finally:
+        api.close()
+    run = ansible_run.playbook(AUDIT, site["inventory"], {"gpurt_kubeconfig": private_cluster.kubeconfig}, check=True)
+    assert run.rc == 2 and "Traceback" not in run.text, run
+    # the short fatal line: no report in it, the message in ansible's [ERROR] block, the fatal line, the summary
+    assert max(len(line) for line in run.out.splitlines()) < 700, run
+    assert run.out.count(NO_RUNTIMECLASS) == 3, run
+    assert '"report"' not in run.out and '"summary_lines"' not in run.out, run
+    # charged to the controller, not to the host the judging ran for
+    assert run.recap["localhost"]["failed"] == 1, run.recap
+    assert run.recap["gpu-1"]["failed"] == 0 and run.recap["gpu-2"]["failed"] == 0, run.recap
+    # the summary, its nodes and why the run fails
+    gate = run.gate_lines()
+    assert gate[:2] == ["gpu-1: OK", "gpu-2: OK"], gate
+    assert gate[-2].startswith("FAILED: " + NO_RUNTIMECLASS) and gate[-1].startswith("checked 2 of 2 node(s)"), gate
+
+
+def test_the_hint_of_a_typo_is_in_the_last_line(site):
+    """gpurt_runtimeclass_src (sic): no source of RuntimeClasses, so the run looks for a kubeconfig and finds none;
+    the last line, the one CI shows, names the variable meant."""
+    run = ansible_run.playbook(AUDIT, site["inventory"], {"gpurt_runtimeclass_src": str(site["base"] / "none.yaml")},
+                               check=True, extra_env={"HOME": site["home"], "KUBECONFIG": ""})
+    assert run.rc == 2 and "Traceback" not in run.text, run
+    last = run.out.rstrip().splitlines()[-1]
+    assert "did you mean gpurt_runtimeclasses_src?" in last, run
+    assert "kubeconfig" in "\n".join(run.gate_lines()[:-1]), run.gate_lines()
+
+
+def _prevent(cluster, check=False, **extra):
+    variables = {"gpurt_kubeconfig": cluster.kubeconfig}
+    variables.update(extra)
+    return ansible_run.playbook(os.path.join(ansible_run.REPO, "playbooks", "prevent.yml"), "localhost,", variables,
+                                check=check)
+
+
+@pytest.mark.parametrize("check", [False, True])
+def test_prevent_without_its_namespace_names_it_and_how_to_create_it(private_cluster, check):
+    """Issue 35 item 3: the namespace of the admission parameters does not exist on this cluster."""
+    run = _prevent(private_cluster, check=check, gpurt_admission_namespace="gpurt-missing-ns")
+    assert run.rc == 2 and "Traceback" not in run.text, run
+    last = run.gate_lines()[0]
+    assert "namespace gpurt-missing-ns" in last and "does not exist" in last, run.gate_lines()
+    assert "kubectl create namespace gpurt-missing-ns" in last, run.gate_lines()
+    assert "{namespace}" not in run.text and "is host a Kubernetes apiserver" not in run.text, run
