@@ -33,6 +33,10 @@ def _unfilled(tree):
                 filled.add(id(node.args[0]))  # the placeholder it fills
     docstrings = set()
     for node in ast.walk(tree):
+        # ansible-doc's blocks are documentation, not messages (they may show a generator's ${PLACEHOLDER})
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) in ("DOCUMENTATION", "EXAMPLES", "RETURN")
+                                                for t in node.targets):
+            docstrings.add(id(node.value))
         if isinstance(node, (ast.Module, ast.FunctionDef, ast.ClassDef, ast.AsyncFunctionDef)) and node.body:
             first = node.body[0]
             if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
