@@ -130,10 +130,11 @@ class ActionModule(ActionBase):
         drift_groups = dict((g, [h for h in members if h in hosts]) for g, members in groups.items()
                             if (g in wanted if wanted is not None else g not in _IMPLICIT_GROUPS))
         sid = slices.slice_id(args["slice"], args["slice_id"], task_vars.get("awx_job_id"))
-        outside = [h for h in groups.get("all", []) if h not in run_nodes]
+        coverage = audit.inventory_coverage(run_nodes, listed, hostvars, groups) if hosts else None
         publication = slices.publication(
             sid, args["slice"], published, drift_groups,
-            [audit.host_vars(hostvars, h, ("gpurt_node_name",))["gpurt_node_name"] or h for h in outside],
+            # the inventory's hosts outside the run, as far as a coverage reads them: for the Nodes it did not cover
+            (coverage or {}).get("nodes_not_checked_in_inventory") or [],
             args["runtimeclasses"], args["nodes"],
             {"fail_on": args["fail_on"], "skip_checks": sorted(args["skip_checks"]),
              "allow_no_runtimeclasses": args["allow_no_runtimeclasses"]})
@@ -146,8 +147,8 @@ class ActionModule(ActionBase):
         entries = audit.add_drift(entries, drift_groups, args["fail_on"], args["skip_checks"])
         classes = audit.runtimeclass_coverage(args["runtimeclasses"], entries, args["nodes"], dict(
             (item["node_name"], item["labels"]) for item in published.values() if item["labels"] is not None))
-        return (entries, audit.inventory_coverage(run_nodes, listed, hostvars, groups) if hosts else None,
-                {"slice": publication, "runtimeclass_coverage": classes}, audit.runtimeclass_notes(classes))
+        return (entries, coverage, {"slice": publication, "runtimeclass_coverage": classes},
+                audit.runtimeclass_notes(classes))
 
     def _merge(self, args, task_vars, result):
         """fleet_verdict: the slices' reports (set_stats artifacts among the run's variables, and files)

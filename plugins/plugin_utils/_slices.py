@@ -65,7 +65,8 @@ def compact_nodes(nodes):
 def publication(sid, sliced, hosts, groups, inventory_nodes, runtimeclasses, nodes, settings):
     """The "slice" section of a run's report: what the merge needs besides the per-node entries.
     hosts: {host: {node_name, labels}} (labels: gpurt_node_labels, else None); groups: {group: [hosts of
-    this run]} for node_drift; inventory_nodes: the Node names of the inventory's hosts outside the run;
+    this run]} for node_drift; inventory_nodes: Node names of the inventory's hosts outside the run (those
+    of the Nodes the run did not cover suffice);
     settings: fail_on, skip_checks, allow_no_runtimeclasses."""
     return {"id": sid, "sliced": bool(sliced), "hosts": hosts, "groups": groups,
             "inventory_nodes": sorted(inventory_nodes or []),

@@ -39,12 +39,14 @@ def entry(host):
     return out
 
 
-def run_report(hosts, sid, sliced, runtimeclasses=RUNTIMECLASSES, settings=SETTINGS):
-    """A run's report as the audit_report action builds it (audit.yml), sliced or not."""
+def run_report(hosts, sid, sliced, runtimeclasses=RUNTIMECLASSES, settings=SETTINGS, outside=()):
+    """A run's report as the audit_report action builds it (audit.yml), sliced or not; outside: the inventory's
+    hosts a --limit left out of the run."""
     entries = [entry(h) for h in hosts]
     groups = dict((g, [h for h in members if h in hosts]) for g, members in GROUPS.items())
+    seen = report.coverage(dict((h, h) for h in hosts), [n["name"] for n in NODES], list(outside))
     publication = slices.publication(sid, sliced, dict((h, {"node_name": h, "labels": None}) for h in hosts), groups,
-                                     [], runtimeclasses, NODES, settings)
+                                     seen["nodes_not_checked_in_inventory"], runtimeclasses, NODES, settings)
     if sliced:
         for item in entries:
             if item["status"] != report.NOT_CHECKED:
@@ -54,7 +56,7 @@ def run_report(hosts, sid, sliced, runtimeclasses=RUNTIMECLASSES, settings=SETTI
     entries = audit.add_drift(entries, groups, settings["fail_on"], settings["skip_checks"])
     classes = audit.runtimeclass_coverage(runtimeclasses, entries, NODES)
     return report.build(entries, settings["fail_on"], "hosts", runtimeclasses,
-                        coverage=report.coverage(dict((h, h) for h in hosts), [n["name"] for n in NODES]),
+                        coverage=seen,
                         extra={"slice": publication, "runtimeclass_coverage": classes},
                         notes=audit.runtimeclass_notes(classes))
 
@@ -151,3 +153,12 @@ def test_a_slice_needs_an_id_of_its_own():
     assert slices.slice_id(False, None, None) == "run"
     with pytest.raises(ValueError, match="gpurt_slice_id"):
         slices.slice_id(True, None, None)
+
+
+def test_the_nodes_a_limit_left_out_of_every_slice_are_named_as_one_run_names_them():
+    """--limit c1 left out: each slice names the Nodes it did not cover that the inventory holds outside it."""
+    hosts = [h for h in FLEET if h != "c1"]
+    whole = run_report(hosts, "run", False, outside=["c1"])
+    assert whole["coverage"]["nodes_not_checked_in_inventory"] == ["c1"]
+    parts = [("s%d" % k, run_report(hosts[k - 1::2], str(k), True, outside=["c1"])) for k in (1, 2)]
+    assert verdict(merged_report(parts, 2)) == verdict(whole)
