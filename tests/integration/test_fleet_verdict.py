@@ -131,6 +131,9 @@ def test_the_slices_are_cut_as_awx_cuts_them_and_each_publishes_its_report(fleet
         # a slice never judges a fleet-wide check on its own view
         assert report["runtimeclass_coverage"] is None and "coverage" not in report
         assert not any(f["check"] == "node_drift" for e in report["nodes"].values() for f in e["findings"])
+    # slice 4's hosts were all unreachable: it published all the same, each host NOT CHECKED
+    assert [(e["status"], e["unreachable"]) for e in fleet["slices"][3][3]["nodes"].values()] == [
+        ("NOT CHECKED", True), ("NOT CHECKED", True)]
     run, artifacts, out, whole = fleet["whole"]
     assert list(artifacts) == ["gpurt_audit_slice_run"] and artifacts["gpurt_audit_slice_run"] == whole
 
