@@ -178,17 +178,6 @@ class ActionModule(ActionBase):
                                     "slices": {"expected": args["expected_slices"], "merged": merged["ids"]}})
         return self._finish(args, built, result)
 
-
-def _read_report(path):
-    """(path, the report it holds); a report that cannot be read is named by the merge."""
-    try:
-        with open(path) as handle:
-            return path, json.load(handle)
-    except (IOError, OSError) as exc:
-        return path, "unreadable (%s)" % (exc.strerror or exc)
-    except ValueError as exc:
-        return path, "not JSON (%s)" % exc
-
     @staticmethod
     def _cluster_entries(args):
         if args["nodes"] is None:
@@ -203,6 +192,17 @@ def _read_report(path):
                 checks_skipped=skipped, runtimes=[h for h in node["runtime_handlers"] if h] if checked else None,
                 node_info={"containerd_version": node.get("container_runtime_version")}))
         return entries
+
+
+def _read_report(path):
+    """(path, the report it holds); a report that cannot be read is named by the merge."""
+    try:
+        with open(path) as handle:
+            return path, json.load(handle)
+    except (IOError, OSError) as exc:
+        return path, "unreadable (%s)" % (exc.strerror or exc)
+    except ValueError as exc:
+        return path, "not JSON (%s)" % exc
 
 
 def run_failures(args, entries):
