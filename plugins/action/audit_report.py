@@ -8,6 +8,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import json
+
 from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
@@ -15,12 +17,13 @@ from ansible.utils.display import Display
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _audit as audit
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _checks as checks
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _report as report
+from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _slices as slices
 
 ARGUMENT_SPEC = dict(
-    mode=dict(type="str", default="hosts", choices=["hosts", "cluster", "dump", "bootstrap"]),
+    mode=dict(type="str", default="hosts", choices=["hosts", "cluster", "dump", "bootstrap", "merge"]),
     hosts=dict(type="list", elements="str"),
     gathered_var=dict(type="str", default="gpurt_loaded"),
-    runtimeclasses=dict(type="list", elements="dict", required=True),
+    runtimeclasses=dict(type="list", elements="dict"),
     nodes=dict(type="list", elements="dict"),
     drift_groups=dict(type="list", elements="str"),
     json_path=dict(type="path"),
@@ -33,6 +36,10 @@ ARGUMENT_SPEC = dict(
     not_validated=dict(type="list", elements="str", default=[]),
     node_name=dict(type="str"),
     containerd_version=dict(type="str"),
+    slice=dict(type="bool", default=False),
+    slice_id=dict(type="str"),
+    slice_reports=dict(type="list", elements="path", default=[]),
+    expected_slices=dict(type="int"),
 )
 ARGUMENT_SPEC.update(checks.JUDGE_SPEC)
 # One node judged by gpurt.runtime_gate.runtime_check: crosscheck.yml's dump, validate_bootstrap.yml's bootstrap.
@@ -51,6 +58,11 @@ class ActionModule(ActionBase):
         result = super(ActionModule, self).run(tmp, task_vars)
         _validation, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
         coverage = None
+        extra, notes = {}, []
+        if args["mode"] == "merge":
+            return self._merge(args, task_vars, result)
+        if args["runtimeclasses"] is None:
+            raise AnsibleActionFail("runtimeclasses is required (as gpurt.runtime_gate.runtimeclass_info returns them)")
         try:
             checks.validate_skip(args["skip_checks"])
             if args["mode"] == "cluster":
@@ -63,11 +75,16 @@ class ActionModule(ActionBase):
                     result.update(changed=False, judged=False, written=[], msg="nothing was judged; no report written")
                     return result
             else:
-                entries, coverage = self._host_entries(args, task_vars)
+                entries, coverage, extra, notes = self._host_entries(args, task_vars)
         except (ValueError, KeyError, TypeError) as exc:
             raise AnsibleActionFail("cannot build the audit report: %s" % exc)
         built = report.build(entries, args["fail_on"], args["mode"], args["runtimeclasses"], run_failures(args, entries),
-                             coverage=coverage)
+                             coverage=coverage, extra=extra, notes=notes)
+        return self._finish(args, built, result)
+
+    @staticmethod
+    def _finish(args, built, result):
+        """Write the report's files and return the task's result (failed when the run as a whole fails)."""
         try:
             written = report.write_all(built, {"json": args["json_path"], "junit": args["junit_path"],
                                                "metrics": args["metrics_path"]})
@@ -83,6 +100,12 @@ class ActionModule(ActionBase):
             result["ansible_facts"] = {"gpurt_audit_failing": result["failing_nodes"],
                                        "gpurt_audit_run_failures": built["run_failures"],
                                        "gpurt_audit_judged_on": (task_vars or {}).get("inventory_hostname")}
+        if "slice" in built:
+            # What AWX hands to the next node of a workflow: one top-level key per run, published as
+            # ansible.builtin.set_stats does (the strategy reads ansible_stats from any task result), so no
+            # task of its own prints a line per run and the report is not copied into the registered result.
+            key = slices.artifact_key(built["slice"]["id"])
+            result.update(artifact_key=key, ansible_stats={"data": {key: built}, "per_host": False, "aggregate": False})
         lines = result["summary_lines"]
         if built["run_failures"] and args["fail_run"]:
             # The run as a whole checked too little to pass: the reports are written, the task fails.
@@ -95,6 +118,7 @@ class ActionModule(ActionBase):
         listed = audit.node_names(args["nodes"])
         entries = []
         run_nodes = {}
+        published = {}
         for host in hosts:
             hv = audit.host_vars(hostvars, host, (args["gathered_var"], "gpurt_node_labels", "gpurt_node_allocatable",
                                                   "gpurt_node_name", "gpurt_kubelet_cgroup_driver"),
@@ -109,12 +133,59 @@ class ActionModule(ActionBase):
             entry["node_object"] = None if listed is None else node_name in listed
             entry["node_name"] = node_name
             entries.append(entry)
+            published[host] = {"node_name": node_name, "labels": hv["gpurt_node_labels"]}
         groups = task_vars.get("groups", {})
         wanted = args["drift_groups"]
         drift_groups = dict((g, [h for h in members if h in hosts]) for g, members in groups.items()
                             if (g in wanted if wanted is not None else g not in _IMPLICIT_GROUPS))
-        return (audit.add_drift(entries, drift_groups, args["fail_on"], args["skip_checks"]),
-                audit.inventory_coverage(run_nodes, listed, hostvars, groups) if hosts else None)
+        sid = slices.slice_id(args["slice"], args["slice_id"], task_vars.get("awx_job_id"))
+        coverage = audit.inventory_coverage(run_nodes, listed, hostvars, groups) if hosts else None
+        publication = slices.publication(
+            sid, args["slice"], published, drift_groups,
+            # the inventory's hosts outside the run, as far as a coverage reads them: for the Nodes it did not cover
+            (coverage or {}).get("nodes_not_checked_in_inventory") or [],
+            args["runtimeclasses"], args["nodes"],
+            {"fail_on": args["fail_on"], "skip_checks": sorted(args["skip_checks"]),
+             "allow_no_runtimeclasses": args["allow_no_runtimeclasses"]})
+        if args["slice"]:
+            # Fleet-wide verdicts from one slice's view would be wrong: fleet_verdict judges them.
+            for entry in entries:
+                if entry["status"] != report.NOT_CHECKED:
+                    report.add_findings(entry, [], args["fail_on"], (), {"node_drift": slices.JUDGED_AT_MERGE})
+            return entries, None, {"slice": publication, "runtimeclass_coverage": None}, [slices.SLICE_NOTE]
+        entries = audit.add_drift(entries, drift_groups, args["fail_on"], args["skip_checks"])
+        classes = audit.runtimeclass_coverage(args["runtimeclasses"], entries, args["nodes"], dict(
+            (item["node_name"], item["labels"]) for item in published.values() if item["labels"] is not None))
+        return (entries, coverage, {"slice": publication, "runtimeclass_coverage": classes},
+                audit.runtimeclass_notes(classes))
+
+    def _merge(self, args, task_vars, result):
+        """fleet_verdict: the slices' reports (set_stats artifacts among the run's variables, and files)
+        merged into the verdict one run over all their hosts gives; refused, naming why, when they cannot be."""
+        if args["expected_slices"] is None or args["expected_slices"] < 1:
+            raise AnsibleActionFail("expected_slices (gpurt_slices_expected) is required: how many slices the sliced "
+                                    "job ran (its job template's Job Slicing), so that a missing slice is refused")
+        found = [(key, task_vars[key]) for key in sorted(task_vars) if key.startswith(slices.ARTIFACT_PREFIX)]
+        found.extend(_read_report(path) for path in args["slice_reports"])
+        try:
+            merged = slices.merge(found, args["expected_slices"])
+        except slices.MergeError as exc:
+            refused = ["the slices cannot be merged: %s" % problem for problem in exc.problems]
+            built = report.build([], args["fail_on"], "hosts", run_failures=refused,
+                                 coverage={"nodes_listed": False, "why": "coverage unknown: the slices were not merged"},
+                                 extra={"runtimeclass_coverage": None,
+                                        "slices": {"expected": args["expected_slices"], "merged": []}})
+            return self._finish(args, built, result)
+        settings = merged["settings"]
+        entries = merged["entries"]
+        failures = run_failures({"mode": "hosts", "runtimeclasses": merged["runtimeclasses"],
+                                 "allow_no_runtimeclasses": settings.get("allow_no_runtimeclasses")}, entries)
+        built = report.build(entries, merged["fail_on"], "hosts", merged["runtimeclasses"], failures,
+                             coverage=merged["coverage"],
+                             notes=audit.runtimeclass_notes(merged["runtimeclass_coverage"]),
+                             extra={"runtimeclass_coverage": merged["runtimeclass_coverage"],
+                                    "slices": {"expected": args["expected_slices"], "merged": merged["ids"]}})
+        return self._finish(args, built, result)
 
     @staticmethod
     def _cluster_entries(args):
@@ -130,6 +201,17 @@ class ActionModule(ActionBase):
                 checks_skipped=skipped, runtimes=[h for h in node["runtime_handlers"] if h] if checked else None,
                 node_info={"containerd_version": node.get("container_runtime_version")}))
         return entries
+
+
+def _read_report(path):
+    """(path, the report it holds); a report that cannot be read is named by the merge."""
+    try:
+        with open(path) as handle:
+            return path, json.load(handle)
+    except (IOError, OSError) as exc:
+        return path, "unreadable (%s)" % (exc.strerror or exc)
+    except ValueError as exc:
+        return path, "not JSON (%s)" % exc
 
 
 def run_failures(args, entries):

@@ -25,7 +25,7 @@ ARGUMENT_SPEC = dict(
 )
 # The report mode of each playbook (report.build's mode).
 REPORT_MODES = {"audit": "hosts", "cluster_audit": "cluster", "crosscheck": "dump", "validate_bootstrap": "bootstrap",
-                "remediate": "remediation"}
+                "remediate": "remediation", "fleet_verdict": "hosts"}
 
 
 def first_line(exc):

@@ -35,6 +35,16 @@ description:
     fails only when the run as a whole checked too little (RV(run_failures)), such as no host or Node to
     judge, or no RuntimeClass read (unless O(allow_no_runtimeclasses=true)). The reports are
     written first.
+  - With O(slice=true) (one slice of an AWX sliced job) it judges each host's own checks and leaves the
+    fleet-wide verdicts (C(node_drift) across a group, the coverage of the cluster's Nodes, each RuntimeClass's
+    coverage) to O(mode=merge), and the report says they are judged at merge.
+  - In O(mode=hosts) the report carries a C(slice) section (the run's id, its hosts and groups, the
+    RuntimeClasses and Nodes it listed), and the task publishes the report under RV(artifact_key) as
+    C(ansible.builtin.set_stats) does (the run's custom stats), which AWX hands to the next node of a workflow.
+  - O(mode=merge) merges the reports of the slices (the C(gpurt_audit_slice_*) variables of the run, which an
+    AWX workflow sets from the slices' artifacts, and O(slice_reports)) into the report one run over all their
+    hosts gives; it refuses, naming why, a slice missing (fewer than O(expected_slices)), a slice or a host given
+    twice, and slices that listed different RuntimeClasses or judged with different settings.
   - Runs on the controller only (action plugin).
 version_added: 0.1.0
 author:
@@ -42,10 +52,11 @@ author:
 options:
   mode:
     description:
-      - C(hosts) judges the play's hosts from their gather results; C(cluster) judges O(nodes) only.
+      - C(hosts) judges the play's hosts from their gather results; C(cluster) judges O(nodes) only; C(merge)
+        merges the reports of the slices of a sliced audit.
     type: str
     default: hosts
-    choices: [hosts, cluster, dump, bootstrap]
+    choices: [hosts, cluster, dump, bootstrap, merge]
   hosts:
     description:
       - Hosts to judge. Defaults to C(ansible_play_hosts_all), which keeps failed and unreachable hosts.
@@ -58,10 +69,10 @@ options:
     default: gpurt_loaded
   runtimeclasses:
     description:
-      - RuntimeClasses as returned by M(gpurt.runtime_gate.runtimeclass_info).
+      - RuntimeClasses as returned by M(gpurt.runtime_gate.runtimeclass_info). Required, except in
+        O(mode=merge), which takes those the slices listed.
     type: list
     elements: dict
-    required: true
   nodes:
     description:
       - Node objects as returned by M(gpurt.runtime_gate.node_info). Required for O(mode=cluster); in
@@ -125,6 +136,26 @@ options:
     description:
       - The containerd release the one node was loaded with (O(mode=bootstrap)).
     type: str
+  slice:
+    description:
+      - This run is one slice of a sliced job (O(mode=hosts)); the fleet-wide verdicts are judged at merge.
+    type: bool
+    default: false
+  slice_id:
+    description:
+      - The run's id in RV(artifact_key). Defaults to the variable C(awx_job_id) (AWX sets it), else C(run) for a
+        run that is not a slice; a slice without either fails.
+    type: str
+  slice_reports:
+    description:
+      - JSON reports of the slices to merge (O(mode=merge)), besides the C(gpurt_audit_slice_*) variables.
+    type: list
+    elements: path
+    default: []
+  expected_slices:
+    description:
+      - How many slices the sliced job ran (O(mode=merge), required there); fewer is refused.
+    type: int
 extends_documentation_fragment:
   - gpurt.runtime_gate.judge
   - gpurt.runtime_gate.attributes
@@ -235,6 +266,11 @@ unreachable_nodes:
   returned: always
   type: list
   elements: str
+artifact_key:
+  description: The top-level key of the run's set_stats artifact, C(gpurt_audit_slice_<id>) (O(mode=hosts)).
+  returned: in O(mode=hosts)
+  type: str
+  sample: gpurt_audit_slice_4711
 judged:
   description: Whether anything was judged (false in O(mode=dump) or O(mode=bootstrap) without a result).
   returned: always

@@ -32,7 +32,7 @@ options:
   playbook:
     description:
       - The playbook of the collection being run (C(audit), C(cluster_audit), C(crosscheck), C(remediate),
-        C(validate_bootstrap)), for its argument spec and its retired variable names.
+        C(validate_bootstrap), C(fleet_verdict)), for its argument spec and its retired variable names.
     type: str
   variables:
     description:

@@ -211,3 +211,40 @@ def inventory_coverage(run_nodes, listed, hostvars=None, groups=None):
     else:
         inventory = []
     return report.coverage(run_nodes, listed, inventory)
+
+
+def runtimeclass_coverage(runtimeclasses, entries, cluster_nodes, run_labels=None):
+    """Each RuntimeClass against the Nodes its pods can land on (_runtimeclass_gate.gate): the Nodes of
+    the run by their loaded config, every other listed Node by its status.runtimeHandlers.
+    {class name: {handler, status, serving, lacking, unknown, safe, message}}; status: served (a Node it
+    selects loads the handler), not served (none does, and every Node it selects is known), unknown
+    (none is known to, some are unknown, or the cluster's Nodes were not listed). run_labels: {Node
+    name: labels} the hosts of the run were judged with (gpurt_node_labels); else the Node's."""
+    from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _runtimeclass_gate as rc_gate
+    run_labels = run_labels or {}
+    run_nodes = {}
+    for entry in entries:
+        name = entry.get("node_name") or entry["node"]
+        run_nodes[name] = {"labels": run_labels.get(name), "runtimes": entry.get("runtimes"),
+                           "why_not_checked": entry.get("reason")}
+    desired = [dict(rc, node_selector=rc.get("node_selector") or {}) for rc in runtimeclasses or []]
+    out = {}
+    for result in rc_gate.gate(desired, run_nodes, cluster_nodes):
+        lacking = set(result["lacking"])
+        serving = [n for n in result["selected"] if n in result["evidence"] and n not in lacking]
+        if serving:
+            status = "served"
+        elif result["unknown"] or result["cluster_unknown"]:
+            status = "unknown"
+        else:
+            status = "not served"
+        out[result["name"]] = {"handler": result["handler"], "status": status, "serving": serving,
+                               "lacking": result["lacking"], "unknown": result["unknown"], "safe": result["safe"],
+                               "message": result["message"]}
+    return out
+
+
+def runtimeclass_notes(classes):
+    """A line for each RuntimeClass no Node of the fleet is known to serve."""
+    return ["RuntimeClass %s (handler %s): %s: %s" % (name, item["handler"], item["status"].upper(), item["message"])
+            for name, item in sorted((classes or {}).items()) if item["status"] != "served"]

@@ -28,6 +28,10 @@ INTERNAL = frozenset((
     "gpurt_runtimeclass_gate", "gpurt_reaudit_result", "gpurt_audit_failing", "gpurt_audit_judged_on",
     "gpurt_audit_run_failures",
 ))
+# The top-level key of an audit run's set_stats artifact is this prefix and the run's id (AWX merges the
+# artifacts of a workflow node's parents, every slice of a sliced job, by top-level key): fleet_verdict.yml
+# reads every variable so named.
+ARTIFACT_PREFIX = "gpurt_audit_slice_"
 # Only what validate_argument_spec reads of an option (descriptions stay out of its error output).
 _VALIDATED_KEYS = ("type", "elements", "choices", "aliases", "no_log", "required", "default", "options")
 
@@ -92,7 +96,7 @@ def unknown_warnings(doc, defined):
     known = known_names(doc)
     out = []
     for name in sorted(set(defined)):
-        if not name.startswith(PREFIX) or name in known or name in INTERNAL:
+        if not name.startswith(PREFIX) or name in known or name in INTERNAL or name.startswith(ARTIFACT_PREFIX):
             continue
         near = closest(name, [k for k in known if k.startswith(PREFIX)])
         out.append("unknown variable %s: no gpurt.runtime_gate playbook reads it%s" % (

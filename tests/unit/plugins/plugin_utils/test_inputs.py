@@ -11,7 +11,7 @@ from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _playboo
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
 PLAYBOOKS = os.path.join(REPO, "playbooks")
-NAMES = ("audit", "cluster_audit", "crosscheck", "fence", "prevent", "remediate", "validate_bootstrap")
+NAMES = ("audit", "cluster_audit", "crosscheck", "fence", "fleet_verdict", "prevent", "remediate", "validate_bootstrap")
 
 
 @pytest.fixture(scope="module")
