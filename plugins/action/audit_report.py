@@ -80,10 +80,9 @@ class ActionModule(ActionBase):
             raise AnsibleActionFail("cannot build the audit report: %s" % exc)
         built = report.build(entries, args["fail_on"], args["mode"], args["runtimeclasses"], run_failures(args, entries),
                              coverage=coverage, extra=extra, notes=notes)
-        return self._finish(args, built, result)
+        return self._finish(args, built, result, task_vars)
 
-    @staticmethod
-    def _finish(args, built, result):
+    def _finish(self, args, built, result, task_vars):
         """Write the report's files and return the task's result (failed when the run as a whole fails)."""
         try:
             written = report.write_all(built, {"json": args["json_path"], "junit": args["junit_path"],
@@ -102,8 +101,8 @@ class ActionModule(ActionBase):
                                        "gpurt_audit_judged_on": (task_vars or {}).get("inventory_hostname")}
         if "slice" in built:
             # What AWX hands to the next node of a workflow: one top-level key per run, published as
-            # ansible.builtin.set_stats does (the strategy reads ansible_stats from any task result), so no
-            # task of its own prints a line per run and the report is not copied into the registered result.
+            # ansible.builtin.set_stats does (the strategy reads ansible_stats from any task result): no task of
+            # its own, which would print its lines in every run.
             key = slices.artifact_key(built["slice"]["id"])
             result.update(artifact_key=key, ansible_stats={"data": {key: built}, "per_host": False, "aggregate": False})
         lines = result["summary_lines"]
@@ -175,7 +174,7 @@ class ActionModule(ActionBase):
                                  coverage={"nodes_listed": False, "why": "coverage unknown: the slices were not merged"},
                                  extra={"runtimeclass_coverage": None,
                                         "slices": {"expected": args["expected_slices"], "merged": []}})
-            return self._finish(args, built, result)
+            return self._finish(args, built, result, task_vars)
         settings = merged["settings"]
         entries = merged["entries"]
         failures = run_failures({"mode": "hosts", "runtimeclasses": merged["runtimeclasses"],
@@ -185,7 +184,7 @@ class ActionModule(ActionBase):
                              notes=audit.runtimeclass_notes(merged["runtimeclass_coverage"]),
                              extra={"runtimeclass_coverage": merged["runtimeclass_coverage"],
                                     "slices": {"expected": args["expected_slices"], "merged": merged["ids"]}})
-        return self._finish(args, built, result)
+        return self._finish(args, built, result, task_vars)
 
     @staticmethod
     def _cluster_entries(args):
