@@ -73,14 +73,25 @@ def real_cluster(tmp_path_factory):
         yield cluster
 
 
-@pytest.fixture(scope="module")
-def private_cluster(tmp_path_factory):
-    """A real control plane for one test module alone: for tests that judge every RuntimeClass and
-    Node of the cluster, which the shared one (real_cluster) cannot promise."""
+@pytest.fixture(scope="session")
+def _private_control_plane(tmp_path_factory):
+    """The control plane private_cluster lends, started once per xdist worker, and what it held when it was
+    new (its baseline)."""
     from tests.lib import real_cluster
     cluster = real_cluster.Cluster(tmp_path_factory.mktemp("private-cluster"))
     cluster.up()
     try:
-        yield cluster
+        yield cluster, cluster.objects()
     finally:
         cluster.down()
+
+
+@pytest.fixture(scope="module")
+def private_cluster(_private_control_plane):
+    """A real control plane for one test module alone: for tests that judge every RuntimeClass and
+    Node of the cluster, which the shared one (real_cluster) cannot promise. One per worker, emptied before
+    each module: every object the module before made (Nodes, RuntimeClasses, namespaces, RBAC, policies...)
+    is deleted, so the module sees the cluster as it was new."""
+    cluster, baseline = _private_control_plane
+    cluster.reset(baseline)
+    yield cluster

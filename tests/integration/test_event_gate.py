@@ -1,10 +1,11 @@
 """The gate between runs (issue 33), end to end with real parts: ansible-rulebook runs the collection's
 rulebook and event source against a real kube-apiserver and kube-scheduler of this module alone; the
 re-audits are real ansible-playbook runs of fence.yml on local nodes whose configs a real containerd
-loads. The Nodes' status.runtimeHandlers are written through the status subresource, as a kubelet does
-after containerd restarts.
+loads; ansible-rulebook runs as docs/continuous.md shows it, exactly as written. The Nodes'
+status.runtimeHandlers are written through the status subresource, as a kubelet does after containerd restarts.
 
-- verified nodes and a gated class: gpu-a's status loses nvidia -> its label goes, new pods of the
+- verified nodes and a gated class: gpu-a's status loses nvidia -> its label goes (that label alone: the
+  labels not under our prefix, the annotations and the spec stay as they were), new pods of the
   class land on the others, the re-audit of gpu-a fails and keeps it fenced; the runtime back (file and
   status) -> the re-audit labels it again and pods schedule there again;
 - a Node that flaps five times within the settle window is fenced once and re-audited once;
@@ -24,7 +25,7 @@ from tests.lib import ansible_run
 from tests.lib.cluster_objects import Api
 from tests.lib.nodes import Node
 from tests.lib.real_cluster import write_kubeconfig
-from tests.lib.rulebook import Rulebook
+from tests.lib.rulebook import DOCUMENTED, Rulebook, documented_commands
 
 pytestmark = pytest.mark.integration
 PLAYBOOKS = os.path.join(ansible_run.REPO, "playbooks")
@@ -45,6 +46,9 @@ DROPIN = '''version = 2
 '''
 NODES = ("gpu-a", "gpu-b", "gpu-flap")
 SETTLE = 3
+# Labels that are not ours, two of them one character from our prefix: the fence must leave them as they are
+FOREIGN = {"nvidia.com/gpu.present": "true", "team.example.com/owner": "ml",
+           "runtime-gate.gpurt.io.example.com/nvidia": "true", "example.com/runtime-gate.gpurt.io-nvidia": "true"}
 
 
 def tree_digest(root):
@@ -74,7 +78,9 @@ def lab(private_cluster, tmp_path_factory):
         nodes[name] = node
         # no CRI socket answers here: the Node's status.runtimeHandlers is the running view
         hosts[name] = node.host_vars(gpurt_crictl_bin=str(base / "no-crictl"))
-        api.node(name, cpu="4", handlers=["runc", "nvidia"], kwok=private_cluster.kwok)
+        api.node(name, cpu="4", handlers=["runc", "nvidia"], kwok=private_cluster.kwok, labels=FOREIGN)
+        api.core.patch_node(name, {"metadata": {"annotations": {"example.com/note": "kept"}},
+                                   "spec": {"podCIDR": "10.244.%d.0/24" % len(nodes), "providerID": "test://" + name}})
     inventory = ansible_run.write_inventory(str(base / "hosts.json"), hosts, group_vars={
         "gpurt_report_dir": str(base / "reports")})
     audit = ansible_run.playbook(os.path.join(PLAYBOOKS, "audit.yml"), inventory, {
@@ -87,9 +93,11 @@ def lab(private_cluster, tmp_path_factory):
         "runtime-gate-watch", "gpurt-runtime-gate", {"spec": {"expirationSeconds": 3600}}).status.token
     watcher = write_kubeconfig(str(base / "watch-kubeconfig"), private_cluster.server, private_cluster.ca,
                                "runtime-gate-watch", token=token)
+    # docs/continuous.md's command, exactly as written, in a directory holding its inventory and vars file
+    assert documented_commands() == [DOCUMENTED], documented_commands()
     rulebook = Rulebook(base / "rulebook", inventory, {
         "gpurt_kubeconfig": watcher, "gpurt_watch_settle": SETTLE,
-        "gpurt_watch_max_concurrent": 2})
+        "gpurt_watch_max_concurrent": 2}, command=DOCUMENTED)
     rulebook.start()
     try:
         yield {"api": api, "cluster": private_cluster, "base": base, "nodes": nodes, "inventory": inventory,
@@ -104,6 +112,14 @@ def lab(private_cluster, tmp_path_factory):
 def node_labels(lab, name):
     return dict((k, v) for k, v in (lab["api"].core.read_node(name).metadata.labels or {}).items()
                 if k.startswith(PREFIX))
+
+
+def untouched(lab, name):
+    """What the fence must not change on a Node: every label not under PREFIX, the annotations (the check
+    time included), the spec and the capacity."""
+    node = lab["api"].api_client.sanitize_for_serialization(lab["api"].core.read_node(name))
+    labels = dict((k, v) for k, v in node["metadata"]["labels"].items() if not k.startswith(PREFIX))
+    return labels, node["metadata"].get("annotations"), node["spec"], node["status"]["capacity"]
 
 
 def until(predicate, timeout, what, lab):
@@ -134,12 +150,14 @@ def reaudits_of(lab, name):
 def test_a_lost_handler_is_fenced_re_audited_and_earned_back_only_by_proof(lab):
     api, gpu_a = lab["api"], lab["nodes"]["gpu-a"]
     assert node_labels(lab, "gpu-a") == {PREFIX + "nvidia": "true", PREFIX + "runc": "true"}
-    before = reaudits_of(lab, "gpu-a")
+    before, kept = reaudits_of(lab, "gpu-a"), untouched(lab, "gpu-a")
+    assert dict(FOREIGN, **{"kubernetes.io/hostname": "gpu-a"}) == kept[0] and kept[1]["example.com/note"] == "kept"
     # containerd restarted without the drop-in (another tool deleted it); the kubelet reports runc alone
     os.remove(gpu_a.path("etc/containerd/conf.d/99-nvidia.toml"))
     set_handlers(lab, "gpu-a", ["runc"])
     until(lambda: PREFIX + "nvidia" not in node_labels(lab, "gpu-a"), 30, "gpu-a's nvidia label removed", lab)
     assert node_labels(lab, "gpu-a") == {PREFIX + "runc": "true"}
+    assert untouched(lab, "gpu-a") == kept  # the fence removed our one label and nothing else
     lab["rulebook"].wait_for(r"fenced node gpu-a: lost nvidia \(fenced\)")
     for index in range(4):
         api.pod(NAMESPACE, "after-loss-%d" % index, "100m", runtimeclass="nvidia")
@@ -152,6 +170,7 @@ def test_a_lost_handler_is_fenced_re_audited_and_earned_back_only_by_proof(lab):
     gpu_a.write("etc/containerd/conf.d/99-nvidia.toml", DROPIN)
     set_handlers(lab, "gpu-a", ["runc", "nvidia"])
     until(lambda: node_labels(lab, "gpu-a").get(PREFIX + "nvidia") == "true", 120, "gpu-a labeled again", lab)
+    assert untouched(lab, "gpu-a")[0] == kept[0] and untouched(lab, "gpu-a")[2] == kept[2]  # the labeling too
     # the class's selector admits gpu-a again: a pod pinned there by hostname is placed there
     pod = {"metadata": {"name": "pinned-a"}, "spec": {
         "runtimeClassName": "nvidia", "nodeSelector": {"kubernetes.io/hostname": "gpu-a"},

@@ -868,3 +868,60 @@ def test_a_write_pinned_to_the_judged_uid_never_re_creates_a_deleted_class_nor_w
     assert result.get("failed") is not True and result["action"] == "updated", result
     assert live(api, name)["metadata"]["labels"] == gated
     delete(api, name)
+
+
+def racing_session(real_cluster, api, name, race):
+    """A real session of the module's own code whose read of RuntimeClass NAME is followed at once by RACE
+    (another client's write on the real apiserver): the object the module judged is gone or replaced when
+    its apply arrives, so the apiserver itself refuses the uid the apply carries."""
+    from ansible_collections.gpurt.runtime_gate.plugins.module_utils._k8s import runtimeclass_apply
+    from ansible_collections.gpurt.runtime_gate.plugins.module_utils._k8s.session import session_from_params
+    params = dict((key, None) for key in runtimeclass_apply.argument_spec())
+    params["kubeconfig"] = real_cluster.kubeconfig
+    session = session_from_params(params)
+    read = session.get
+
+    def get(resource, obj_name, namespace=None):
+        obj = read(resource, obj_name, namespace)
+        if resource == "runtimeclasses" and obj_name == name:
+            race()
+        return obj
+    session.get = get
+    return session
+
+
+@pytest.mark.parametrize("race, status", [("deleted", 409), ("re-created", 422)])
+@pytest.mark.parametrize("check_mode", [False, True])
+def test_the_apiservers_own_uid_refusals_are_a_clear_failure(real_cluster, api, fresh, race, status, check_mode):
+    """The race the pre-read cannot close: the class is deleted (or deleted and re-created) between the
+    module's read and its apply. Measured on the real apiserver: the apply carrying the judged uid is refused
+    with 409 ("uid mismatch ... no existing object was found") or 422 ("metadata.uid: ... field is
+    immutable"); the module reports a refusal in words, without the apiserver's body, and nothing is written."""
+    from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _k8s as kube
+    from ansible_collections.gpurt.runtime_gate.plugins.module_utils._k8s import runtimeclass_apply
+    name = fresh("pin-race-%s-%s" % (race, "check" if check_mode else "write"))
+    api.runtimeclass(name, "nvidia")
+    judged = live(api, name)["metadata"]["uid"]
+
+    def another_client():
+        delete(api, name)
+        if race == "re-created":
+            api.runtimeclass(name, "nvidia")
+    session = racing_session(real_cluster, api, name, another_client)
+    desired = runtimeclass_apply.desired_from_params(dict(
+        name=name, state="present", handler="nvidia", node_selector={"pool": "gpu"}))
+    try:
+        with pytest.raises(kube.KubeError) as refused:
+            runtimeclass_apply.ensure_present(session, name, desired, check_mode=check_mode, uid=judged)
+    finally:
+        session.close()
+    message = str(refused.value)
+    assert refused.value.status == status, message
+    assert message == ("RuntimeClass %s was deleted or re-created since it was judged (uid %s): not written"
+                       % (name, judged)), message
+    assert not re.search(r"[{}]|Traceback|uid mismatch|immutable", message), message
+    stored = live(api, name)
+    if race == "deleted":
+        assert stored is None  # not re-created
+    else:
+        assert stored["metadata"]["uid"] != judged and "scheduling" not in stored  # the new object: unwritten

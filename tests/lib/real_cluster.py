@@ -6,12 +6,15 @@ all built by tools/build-go-binaries. State, certificates, logs and PIDs live in
     cluster.kubeconfig                     # admin (system:masters) kubeconfig
     cluster.kubeconfig_for("gpurt-nobody") # a user with no RBAC grant (token)
     Cluster(directory).down()              # stops what up() started, by PID
+    baseline = cluster.objects()           # {API path: uid} of every object it holds
+    cluster.reset(baseline)                # deletes every object made since (the next test module's turn)
 
 tools/dev-cluster and the `real_cluster` fixture (tests/conftest.py) share this code. Plain Python 3
 and the openssl CLI: no third-party package, so tools/dev-cluster runs outside the venv too.
 """
 import contextlib
 import fcntl
+import http.client
 import json
 import os
 import signal
@@ -19,6 +22,7 @@ import socket
 import ssl
 import subprocess
 import time
+import urllib.parse
 import urllib.request
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -304,6 +308,68 @@ class Cluster(object):
                 "--manage-nodes-with-annotation-selector", KWOK_ANNOTATION + "=fake",
                 "--server-address", "127.0.0.1:%d" % ports["kwok"], "--node-ip", "127.0.0.1"])
             self._wait("kwok", kwok, lambda: self._get(kwok_url)[0] == 200, 60)
+
+    # -- emptying it for the next user --------------------------------------------------------------
+    def _call(self, method, path, body=None):
+        """(status, decoded body) of one admin request, on a kept-alive connection (a new one when the
+        kept one was closed, as by a restart of the apiserver)."""
+        for attempt in (1, 2):
+            if getattr(self, "_connection", None) is None:
+                self._connection = http.client.HTTPSConnection("127.0.0.1", self.state["ports"]["apiserver"],
+                                                               context=self.admin_ssl_context(), timeout=30)
+            try:
+                self._connection.request(method, path, None if body is None else json.dumps(body), {
+                    "Content-Type": "application/json", "Accept": "application/json"})
+                response = self._connection.getresponse()
+                data = response.read().decode("utf-8")
+                break
+            except (OSError, http.client.HTTPException):
+                self._connection.close()
+                self._connection = None
+                if attempt == 2:
+                    raise
+        return response.status, (json.loads(data or "{}") if response.status < 300 else {})
+
+    def _kinds(self):
+        """(URL prefix, resource, namespaced) of every resource of the preferred API versions that can be
+        listed and deleted."""
+        prefixes = ["/api/v1"] + ["/apis/" + group["preferredVersion"]["groupVersion"]
+                                  for group in self._call("GET", "/apis")[1].get("groups", [])]
+        for prefix in prefixes:
+            for item in self._call("GET", prefix)[1].get("resources", []):
+                if "/" not in item["name"] and {"list", "delete"} <= set(item.get("verbs", [])):
+                    yield prefix, item["name"], item["namespaced"]
+
+    def objects(self):
+        """{path: uid} of every object the cluster holds (its API path)."""
+        out = {}
+        for prefix, resource, namespaced in self._kinds():
+            for item in self._call("GET", "%s/%s" % (prefix, resource))[1].get("items", []):
+                metadata = item["metadata"]
+                where = "/namespaces/%s" % urllib.parse.quote(metadata["namespace"]) if namespaced else ""
+                out["%s%s/%s/%s" % (prefix, where, resource, urllib.parse.quote(metadata["name"]))] = metadata["uid"]
+        return out
+
+    def reset(self, baseline, timeout=60):
+        """Delete every object that is not in BASELINE (objects() right after up()): what tests made,
+        namespaces included (finalized here: no namespace controller runs). Objects of the baseline that
+        a test changed stay as they are. ClusterError when something is left after TIMEOUT seconds."""
+        deadline = time.time() + timeout
+        while True:
+            extra = sorted(path for path, uid in self.objects().items() if baseline.get(path) != uid)
+            if not extra:
+                return
+            if time.time() > deadline:
+                raise ClusterError("%s: could not delete %s" % (self.dir, ", ".join(extra)))
+            # namespaces last: their contents first, then the namespace and its finalizer
+            for path in sorted(extra, key=lambda p: p.startswith("/api/v1/namespaces/") and p.count("/") == 4):
+                self._call("DELETE", path, {"apiVersion": "v1", "kind": "DeleteOptions", "gracePeriodSeconds": 0})
+                if path.startswith("/api/v1/namespaces/") and path.count("/") == 4:
+                    status, namespace = self._call("GET", path)
+                    if status == 200:
+                        namespace["spec"]["finalizers"] = []
+                        self._call("PUT", path + "/finalize", namespace)
+            time.sleep(0.2)
 
     def restart_apiserver(self, downtime=0.0, timeout=120):
         """Stop kube-apiserver by its PID, wait DOWNTIME seconds, start it again with the same flags and
