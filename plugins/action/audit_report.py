@@ -4,10 +4,6 @@
 """Judge every host of the play (or every Node of the cluster) once, on the controller,
 and write the JSON and JUnit reports. Meant for run_once."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import json
 
 from ansible.errors import AnsibleActionFail

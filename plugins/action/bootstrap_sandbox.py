@@ -5,10 +5,6 @@
 containerd binary of the node group's release; fail NOT VALIDATED where the bootstrap cannot be
 evaluated."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import os
 
 from ansible.errors import AnsibleActionFail

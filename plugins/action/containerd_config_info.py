@@ -3,10 +3,6 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Run the containerd_config_info module on the node, then parse its TOML on the controller."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 from ansible.module_utils.parsing.convert_bool import boolean
 from ansible.plugins.action import ActionBase
 

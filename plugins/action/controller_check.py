@@ -5,10 +5,6 @@
 reports as not judged; warn about gpurt_* variables no playbook reads; hand the playbook's
 argument spec to ansible.builtin.validate_argument_spec."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import sys
 from collections.abc import Mapping
 

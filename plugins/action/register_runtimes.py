@@ -8,10 +8,6 @@ of the planned files and the staged load of them (2), unless the gather already 
 (_remediation/speculation); outside check mode, write them with the proof and rollback (3).
 """
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 from ansible.errors import AnsibleError
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.plugins.action import ActionBase

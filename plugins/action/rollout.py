@@ -6,10 +6,6 @@ and the decision to go on (batch), every host's outcome with NOT PROCESSED for t
 reached (collect), the JSON and JUnit reports and the summary (report). Meant for run_once with
 delegate_to localhost and delegate_facts: the rollout's state is a fact of localhost."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 

@@ -3,10 +3,6 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Cross-check one host's loaded containerd config against RuntimeClasses, on the controller."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 

@@ -4,11 +4,6 @@
 
 """The attributes every module documents (check mode, diff mode, platform); each module states its own support level."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
-
 class ModuleDocFragment(object):
     # Descriptions of the attributes; each module states its own support level.
     DOCUMENTATION = r"""

@@ -4,11 +4,6 @@
 
 """The judging options of the plugins that judge every host of a play (plugin_utils/_checks JUDGE_SPEC)."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
-
 class ModuleDocFragment(object):
     # The judging options of the plugins that judge every host of a play (plugin_utils/_checks JUDGE_SPEC).
     DOCUMENTATION = r"""

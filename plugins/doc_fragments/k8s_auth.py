@@ -5,11 +5,6 @@
 """The Kubernetes connection options of every module that talks to the apiserver: the same names and
 variables as kubernetes.core, so existing inventories work."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
-
 class ModuleDocFragment(object):
     # Same option names and variables as kubernetes.core, so existing inventories work.
     DOCUMENTATION = r"""

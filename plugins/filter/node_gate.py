@@ -5,10 +5,6 @@
 prevent_plan, admission_params and admission_mode (prevent.yml): the planning of the verified handler labels on
 Nodes (plugin_utils/_node_labels); their documentation is in the .yml file of each filter's name."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _node_labels, _prevent

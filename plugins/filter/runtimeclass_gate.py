@@ -3,10 +3,6 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Filter runtimeclass_gate: may each desired RuntimeClass be written yet?"""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 DOCUMENTATION = r"""
 name: runtimeclass_gate
 version_added: 0.1.0

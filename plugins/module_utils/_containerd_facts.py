@@ -5,10 +5,6 @@
 runc-type runtime types, the default paths, and the options of a gather. Node side (Python 3.8+,
 standard library only); plugin_utils imports them from here."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import os
 
 # runtime_types that containerd runs with its own runc shim: they take runc's options (SystemdCgroup,

@@ -7,10 +7,6 @@ which files sit in drop-in dirs, whether binaries and CDI host paths exist.
 Runs on target hosts: Python 3.8+, standard library only.
 """
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import fnmatch
 import json
 import os

@@ -6,10 +6,6 @@ memory limit on a dump - and read what it prints: its version, its loader lines,
 
 Runs on target hosts: Python 3.8+, standard library only."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import contextlib
 import os
 import re

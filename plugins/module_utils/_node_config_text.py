@@ -6,10 +6,6 @@ parser (Python 3.8, stdlib only), so these read the few top-level values it must
 The parsed shapes are judged on the controller: plugin_utils/_config_shapes.
 """
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import re
 
 _STRING = r'"(?:[^"\\\n]|\\.)*"|\'[^\'\n]*\''

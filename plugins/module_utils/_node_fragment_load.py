@@ -12,10 +12,6 @@ limits; what the cap left out is reported, never hidden.
 
 Runs on target hosts: Python 3.8+, standard library only."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import json
 import os
 import shutil

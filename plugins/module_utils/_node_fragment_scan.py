@@ -10,10 +10,6 @@ files read, bytes per file and in all; what a cap left out is reported, never hi
 
 Runs on target hosts: Python 3.8+, standard library only."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import os
 import re
 

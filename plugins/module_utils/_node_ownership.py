@@ -9,10 +9,6 @@ starts with), and putting the written files back from their backups.
 Runs on target hosts: Python 3.8+, standard library only.
 """
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import os
 
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _ownership as ownership

@@ -9,10 +9,6 @@ node compares only texts and hashes, so the proof that the written files load ex
 staged ones did needs no TOML parser here.
 """
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import hashlib
 import os
 import shutil

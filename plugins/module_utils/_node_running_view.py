@@ -6,10 +6,6 @@
 
 Runs on target hosts: Python 3.8+, standard library only."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import json
 import os
 import re

@@ -8,10 +8,6 @@ main-config version and kubelet cgroup driver; this picks the set that fits the 
 guess: the controller uses the result only when its own plan writes exactly these files with these
 imports, and stages again otherwise."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import json
 import os
 import re

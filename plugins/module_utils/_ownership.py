@@ -12,10 +12,6 @@ the tests), so the node paths in unit files and os-release are looked up under t
 Runs on target hosts: Python 3.8+, standard library only.
 """
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import os
 import re
 import struct

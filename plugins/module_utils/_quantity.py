@@ -3,10 +3,6 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Kubernetes resource quantities ("250m", "1", "64Mi", "1e3") as exact fractions."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import math
 import re
 from fractions import Fraction

@@ -9,10 +9,6 @@ failed). One marker per main config: restart-pending.json for /etc/containerd/co
 
 Runs on target hosts: Python 3.8+, standard library only. The controller imports path() only."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import hashlib
 import json
 import os

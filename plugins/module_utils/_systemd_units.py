@@ -10,10 +10,6 @@ Runs on target hosts: Python 3.8+, standard library only. Pure functions take te
 read_unit() and the functions named *_under_root touch the file system.
 """
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import os
 import re
 import shlex

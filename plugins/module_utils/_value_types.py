@@ -3,10 +3,6 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """A value's type in the words of a YAML/JSON user, for messages on both sides."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 try:
     from collections.abc import Mapping
 except ImportError:  # the sanity import test's oldest Pythons

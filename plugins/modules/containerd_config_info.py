@@ -3,10 +3,6 @@
 # Copyright: (c) 2026, gpurt.runtime_gate developers
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 DOCUMENTATION = r"""
 ---
 module: containerd_config_info

@@ -4,10 +4,6 @@
 """Glue shared by the runtime_check and audit_report action plugins: from task
 results and host variables to report entries. Controller only."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 from collections.abc import Mapping
 
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _checks as checks

@@ -4,10 +4,6 @@
 """Lay a node bootstrap's files out in a sandbox directory on the controller, so a real
 containerd binary of the node group's release can load them before any node boots."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import os
 import re
 

@@ -9,10 +9,6 @@ version 2 (``plugins."io.containerd.grpc.v1.cri"``) and version 3/4
 release reads. The node side reads a config as text: module_utils/_node_config_text.
 """
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 CRI_PLUGIN_V1 = "cri"
 CRI_PLUGIN_V2 = "io.containerd.grpc.v1.cri"
 CRI_PLUGIN_V3 = "io.containerd.cri.v1.runtime"

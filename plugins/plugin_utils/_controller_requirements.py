@@ -5,10 +5,6 @@
 NOT CHECKED reason on every node. No imports beyond the standard library and toml_document, so
 this loads on any Python an ansible-core can run on."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import re
 
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _toml_codec as toml_codec

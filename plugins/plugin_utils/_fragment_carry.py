@@ -8,10 +8,6 @@ and, where that fails, what containerd's own load of the file as an import chang
 config (load_changes: keys containerd drops or renames on a version migration change nothing).
 Pure logic on parsed TOML."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import re
 
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils._remediation.convert import CRI_IMAGES, IMAGE_KEYS

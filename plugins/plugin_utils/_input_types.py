@@ -9,10 +9,6 @@ a mapping is read ends in "'str' object has no attribute 'get'" far from the var
 value must already be of its type; a message names the variable, the host, the expected type and
 the value's type. Strings are also checked for what no path, name or label can hold."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 from collections.abc import Mapping
 
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils._value_types import type_name as value_type_name

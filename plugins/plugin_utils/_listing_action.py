@@ -8,10 +8,6 @@ instead: same code, same Python, same libraries, without starting a module and a
 interpreter. Otherwise (another host or interpreter, become, a task environment, async) it runs
 the module as usual."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import os
 import sys
 

@@ -14,10 +14,6 @@ loads without them (exit 0). 1.x ignores an unknown key without a line, and warn
 (`containerd config version `1` has been deprecated`). 2.3's "Configuration migrated from version N" names
 no setting: it is no finding."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import re
 
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _config_shapes as config_shapes

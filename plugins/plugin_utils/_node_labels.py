@@ -10,10 +10,6 @@ earns no label, so its labels are removed: a label is a claim the last run prove
 every label under it on a judged Node is the run's proof, whoever set it. A problem of one Node (a
 handler that cannot form a label name, two hosts claiming it) is that Node's; the others are planned."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import time
 
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils._k8s import label_syntax

@@ -5,10 +5,6 @@
 audit (containerd_config_info with host_vars=true) and the remediation (register_runtimes, every node
 step), so that the re-audit after a write judges the node as the audit does. Controller only."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 from ansible.errors import AnsibleError
 
 # (gather option, host variable). A new per-node input of the gather goes here and nowhere else.

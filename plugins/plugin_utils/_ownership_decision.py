@@ -16,10 +16,6 @@ change, with the paths this node shows.
 Controller only.
 """
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import os
 import re
 

@@ -3,10 +3,6 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Controller side of gathering: turn the texts a node reported into parsed summaries."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import os
 
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _ownership as ownership

@@ -7,10 +7,6 @@ reads, an error for a name a playbook no longer reads, and the spec that
 ansible.builtin.validate_argument_spec checks the values against. Controller only; standard
 library and PyYAML (which ansible-core ships)."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import difflib
 import os
 

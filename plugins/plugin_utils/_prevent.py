@@ -13,10 +13,6 @@
 
 The verified labels on the Nodes (written by audit.yml/remediate.yml) are the one source of truth."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import time
 
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils._k8s.gate_names import CHECKED_AT, LABEL_PREFIX

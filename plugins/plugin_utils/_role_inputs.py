@@ -8,10 +8,6 @@ because ansible-core templates every task argument and every argument spec entry
 about 3 ms of controller CPU each, some 60 per host when the task listed them and the role's
 automatic validation checked them. Controller only; PyYAML ships with ansible-core."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import os
 import posixpath
 

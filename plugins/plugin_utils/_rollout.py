@@ -12,10 +12,6 @@ this module applies the user's rule: the rollout stops after the batch in which 
 max_fail_percentage percent of the rollout's hosts have failed, counted over the whole rollout,
 so that it means the same for every batch size. Controller only."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _audit as audit
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _checks as checks
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _report as report

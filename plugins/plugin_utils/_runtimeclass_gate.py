@@ -14,10 +14,6 @@ blocks the class like a Node that lacks the handler, unless the user forces it.
 Pure Python, no kubernetes import.
 """
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils._checks.context import selector_matches
 
 SCHEDULING_EFFECTS = ("NoSchedule", "NoExecute")

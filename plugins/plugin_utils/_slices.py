@@ -10,10 +10,6 @@ coverage of the cluster's Nodes, each RuntimeClass's coverage) it leaves "judged
 refuses, naming them, a slice missing, a slice given twice, a host in two slices, and slices that
 listed different RuntimeClasses or judged with different settings: the fleet verdict is then unknown."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import json
 
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _audit as audit

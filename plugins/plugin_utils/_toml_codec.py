@@ -10,10 +10,6 @@ configs use tables, strings, integers, floats, booleans and arrays, which is wha
 ``dumps`` emits.
 """
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import datetime
 import math
 import re

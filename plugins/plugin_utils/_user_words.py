@@ -6,10 +6,6 @@
 module), while a user of a playbook or role sets gpurt_containerd_bin, gpurt_kubeconfig or
 containerd_runtime_containerd_bin. The actions translate with the map of the caller. Controller only."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import os
 import re
 

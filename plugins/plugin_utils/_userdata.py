@@ -17,10 +17,6 @@ bootstrap with unevaluated parts gets no verdict: its result is NOT VALIDATED, w
 reasons. The watched paths are the containerd config directory and the kubelet config.
 """
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import base64
 import email
 import gzip

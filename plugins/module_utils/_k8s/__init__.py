@@ -6,10 +6,6 @@ module_utils/k8s: client (connection, auth, kubeconfig), proxy, scrub (secrets n
 (the request loop: retries, backoff, deadline), resources (the reads and writes we do), errors.
 A module run makes one session for all its reads and writes. What the modules use is named here."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils._k8s.errors import KubeError  # noqa: F401
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils._k8s.scrub import Secrets, scrub  # noqa: F401
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils._k8s.proxy import bypasses_proxy  # noqa: F401

@@ -15,10 +15,6 @@ parameters that are not there yet.
   admission plugin that is off.
 - Mode off removes the binding and the policy."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import copy
 import os
 import time

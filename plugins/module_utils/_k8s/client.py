@@ -6,10 +6,6 @@ kubernetes client: exec plugins, tokenFile, client certificates, proxy-url), con
 certificates, proxy, impersonation, or the in-cluster service account; each option else from its
 K8S_AUTH_* variable."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import os
 
 try:

@@ -4,10 +4,6 @@
 """KubeError, the one failure of every Kubernetes call (a one-line, secret-free message), and the
 apiserver's Status objects it is built from."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import json
 
 

@@ -4,10 +4,6 @@
 """The names the prevention layers write into the cluster, defined once: the verified handler labels
 on Nodes and their check-time annotation, the field managers, and the admission policy's objects."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 LABEL_PREFIX = "runtime-gate.gpurt.io/"
 CHECKED_AT = "runtime-gate.gpurt.io/checked-at"
 LABEL_FIELD_MANAGER = "gpurt-runtime-gate-labels"

@@ -12,10 +12,6 @@ holds only what the apiserver would store.
 - value: a string of at most 63 characters of the name's characters, or empty.
 """
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import re
 
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils._value_types import type_name

@@ -8,10 +8,6 @@ handler writes it to stderr, where Ansible shows it at any verbosity. Here those
 in memory instead (bounded), and the client's exec plugin runs as non-interactive (its stderr
 piped, never the worker's stderr), so the caller decides what of them may be shown."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import logging
 import os
 import re

@@ -6,10 +6,6 @@ from manifests or the cluster (several resources through one session) into norma
 A listing is a plain function of (validated params, warn) that returns the result or raises
 ListFailed, so the same code runs inside the module or, on the controller, in its action plugin."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import time
 
 from ansible.module_utils.basic import missing_required_lib

@@ -5,10 +5,6 @@
 failure ends the module with the credentials scrubbed and the requests counted (never a traceback),
 closed after."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import contextlib
 
 from ansible.module_utils.basic import missing_required_lib

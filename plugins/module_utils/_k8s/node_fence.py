@@ -6,10 +6,6 @@ pinned to the Node that was judged (a `test` of its uid, and of each label's val
 re-created under the same name is never written, and a label is removed whoever set it. The check
 time annotation is left as it is: a fence proves nothing, so it must not make other labels look fresh."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils._k8s.errors import KubeError
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils._k8s.gate_names import LABEL_PREFIX
 

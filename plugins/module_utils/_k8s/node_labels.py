@@ -12,10 +12,6 @@ max_age gets no request at all. A Node that cannot be written is a problem of th
 other Node is still written (the ones with labels to remove first), then the module fails naming it.
 The plan (which handlers are verified) is made on the controller (plugin_utils/_node_labels)."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import calendar
 import re
 import time

@@ -11,10 +11,6 @@ metadata.name) raise ValueError naming the object and where it came from.
 normalize_objects() collects every such error so a module can report them all at once.
 """
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import json
 import os
 

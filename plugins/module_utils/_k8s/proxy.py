@@ -4,10 +4,6 @@
 """Proxies: the proxy option (or the kubeconfig's proxy-url) without its credentials, no_proxy, and
 the proxy password kept out of messages."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import ipaddress
 
 from urllib.parse import unquote, urlsplit, urlunsplit

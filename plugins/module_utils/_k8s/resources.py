@@ -4,10 +4,6 @@
 """The resources the collection reads and writes (RuntimeClasses, Nodes) and what it does with them
 through a session: list every page, get, server-side apply, merge patch, create, delete."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import json
 
 from urllib.parse import quote

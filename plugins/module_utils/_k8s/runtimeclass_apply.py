@@ -11,10 +11,6 @@ another manager owns with another value unless force. Check mode sends the same 
 dryRun=All, so it reports what the apiserver would do, conflicts and refusals included.
 """
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import copy
 
 from ansible.module_utils.basic import missing_required_lib

@@ -5,10 +5,6 @@
 contents, exec-plugin and service-account tokens, a proxy password) is masked in every message, in
 every form a message can carry it: as is, stripped, and escaped as repr() and JSON write it."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import json
 
 

@@ -7,10 +7,6 @@ answer can stretch, one decoding of answers and Status objects, one way of build
 secret scrubbed). Bodies are plain JSON dicts, never the client's models, so an object with missing
 fields never crashes a deserializer."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import json
 import threading
 import time

@@ -5,10 +5,6 @@
 resourceVersion with bookmarks. The caller relists on WatchExpired (410 Gone) and reconnects, from
 the last version seen, on WatchDropped. Messages go through the session's secret scrubber."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import json
 
 from urllib.parse import urlencode

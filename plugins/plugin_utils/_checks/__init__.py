@@ -11,10 +11,6 @@ fixed order (docs/checks.md's table's and the Prometheus series' order). What th
 here; see docs/architecture.md for where to add a check.
 """
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils._checks import registry
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils._checks.model import (  # noqa: F401
     FAIL_ON_CHOICES, SEVERITIES, SHOWN_NODES, NotRun, finding, finding_line, missing_lines, names_text,

@@ -4,10 +4,6 @@
 """Family: cluster. What the cluster side decides: RuntimeClass overhead against a node's
 allocatable, runtimes that differ across an inventory group, Nodes that report no handlers."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _quantity as quantity
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils._checks.handlers import KNOWN_HANDLERS, edit_distance
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils._checks.model import (

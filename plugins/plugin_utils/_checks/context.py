@@ -4,10 +4,6 @@
 """What one node's checks read (the judging context): its gather result or reported handlers, the
 RuntimeClasses that can land on it, and the needs every family shares."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils._k8s.gate_names import LABEL_PREFIX
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils._checks.kubelet import kubelet_cgroup_driver
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils._checks.model import NotRun

@@ -4,10 +4,6 @@
 """Family: daemon and running view. Whether containerd starts with the config and serves CRI, what
 its default runtime puts at stake, and whether the running daemon has what the config loads."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import time
 
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _config_shapes as config_shapes

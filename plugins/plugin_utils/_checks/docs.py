@@ -4,10 +4,6 @@
 """docs/checks.md's check table, generated from the registry (tools/checks_reference.py writes it; a unit
 test fails when the page's copy is stale)."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils._checks import registry
 
 

@@ -5,10 +5,6 @@
 imports that match nothing, drop-ins nothing imports, sections a version ignores, runtimes lost in
 the merge, drop-in versions, unreadable files, no config at all."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import os
 import re
 

@@ -3,10 +3,6 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Family: handlers. A RuntimeClass handler that can land on the node against its loaded runtimes."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import difflib
 
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils._checks.model import finding

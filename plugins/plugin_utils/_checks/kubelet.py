@@ -4,10 +4,6 @@
 """The kubelet's cgroupDriver as the node's kubelet config says it (the audit's cgroup_driver check
 and the remediation's SystemdCgroup read it alike)."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _safe_yaml as safe_yaml
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils._checks.model import NotRun, one_line
 

@@ -3,10 +3,6 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """A finding and its one formatter: what a check reports, as data and as one printable line."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import re
 
 SEVERITIES = ("error", "warning", "info")

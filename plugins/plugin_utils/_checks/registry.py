@@ -5,10 +5,6 @@
 check once, next to its function (``@check(...)``), and each need it adds (``@need(...)``); the
 runner, skip_checks, bootstrap validation's skip list and docs/checks.md's table read them here."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils._checks import model
 
 # The options every judging action takes (audit_report, rollout's re-audit, runtime_check).

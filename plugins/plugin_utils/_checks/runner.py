@@ -4,10 +4,6 @@
 """The runner: every registered check of a mode against one node's context, each run only when
 what it needs is there, else skipped with the reason (never counted as passed)."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils._checks import registry
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils._checks.context import Context
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils._checks.model import NotRun, sort_findings

@@ -5,10 +5,6 @@
 its files, a SystemdCgroup that agrees with the kubelet, CDI where it expects it, CDI specs whose
 host paths still exist."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import os
 
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _containerd_facts as containerd_facts

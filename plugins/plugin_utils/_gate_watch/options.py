@@ -4,10 +4,6 @@
 """The event source's arguments, named as the playbooks' variables and checked before it connects: a
 typo or a bad value stops it with one line that names the argument (never a credential's value)."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils._node_labels import age_seconds
 
 # source argument -> auth option of module_utils/_k8s/client.py (the playbooks' vars/k8s_auth.yml mapping)

@@ -5,10 +5,6 @@
 in status.runtimeHandlers; none on containerd 1.x), the handlers our labels claim, the check time,
 and the changes between two versions of it that call for a re-audit."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils._k8s.gate_names import CHECKED_AT
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils._k8s.node_labels import checked_time
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils._k8s.node_fence import claimed_handlers, live_handlers

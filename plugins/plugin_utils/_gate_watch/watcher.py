@@ -13,10 +13,6 @@
   Node that is due waits for the next batch.
 """
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils._gate_watch.signals import (
     NodeView, change_reasons, checked_seconds)
 

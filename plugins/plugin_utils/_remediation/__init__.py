@@ -29,10 +29,6 @@ ownership (the role's own files), ownership_gate (who owns the others, by eviden
 restart_proof (the running daemon after the restart). What the containerd_runtime action uses is named here.
 """
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils._remediation.refusal import Refusal  # noqa: F401
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils._remediation.ownership import OWN_MARKER  # noqa: F401
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils._remediation.options import (  # noqa: F401

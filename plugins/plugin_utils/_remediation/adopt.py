@@ -10,11 +10,6 @@ hand list: each release has its own keys (1.x has NoPivotRoot and CriuPath, 2.x 
 release measured (1.6, 1.7, 2.1-2.4) gives runc ``SystemdCgroup = false``, so nvidia-ctk's copy of a runc
 without SystemdCgroup is the same runtime as one with ``SystemdCgroup = false``."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
-
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _containerd_facts as containerd_facts
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _config_shapes as shapes
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _toml_codec as toml_codec

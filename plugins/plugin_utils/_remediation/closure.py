@@ -13,10 +13,6 @@ the same proof, or explains.
   otherwise explained.
 """
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import copy
 
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _containerd_facts as containerd_facts

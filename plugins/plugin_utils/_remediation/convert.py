@@ -16,10 +16,6 @@ a version 1 file's ``plugins.cri`` and a version 3 file's ``io.containerd.grpc.v
 A key the mapping does not know is refused, never dropped. The real containerd proves the result
 (the staged load) before anything is written."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import copy
 
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _config_shapes as shapes

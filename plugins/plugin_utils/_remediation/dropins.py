@@ -5,10 +5,6 @@
 runtime plus one for CRI-wide keys; on 1.x, which takes a plugin's whole section from the last file
 declaring it (containerd#5837), one that carries that CRI section plus the runtimes."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import copy
 import os
 

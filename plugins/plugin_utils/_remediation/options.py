@@ -4,10 +4,6 @@
 """The remediation's options, validated once: the action's argument spec, then the paths and names
 (check_options), before anything runs on the node; and the runtimes, completed with their defaults."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import copy
 import fnmatch
 import os

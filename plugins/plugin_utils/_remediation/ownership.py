@@ -4,11 +4,6 @@
 """The role's own drop-ins: their names and marker line. Who owns any other file is decided from the
 node's evidence (plugin_utils/_ownership_decision, applied by ownership_gate)."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
-
 OWN_MARKER = "# Managed by gpurt.runtime_gate"
 CRI_FILE = "gpurt_cri"  # '_' cannot occur in a runtime name (a DNS label), so it never collides
 

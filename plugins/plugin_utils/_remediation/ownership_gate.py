@@ -8,10 +8,6 @@ drop-ins there; one rendered from a template at start is changed through the tem
 render the start will make is predicted from the template and the file as rendered now (learned
 substitutions), so that the proof loads what the next start loads. Controller only."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import os
 import re
 

@@ -5,10 +5,6 @@
 runtime is loaded as wanted; else one own drop-in per runtime on 2.x, one drop-in carrying the whole
 CRI section on 1.x, and the main config's imports entry or migration."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import os
 
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _containerd_facts as containerd_facts

@@ -5,10 +5,6 @@
 the current load, except what the run was asked to change; otherwise the node is refused before a byte
 is written, with each changed key and its value before and after."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import fnmatch
 
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _config_shapes as shapes

@@ -3,11 +3,6 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Refusal: the node is refused before anything is written, with the reasons."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
-
 class Refusal(ValueError):
     """The node is refused before anything is written; ``reasons`` says why, line by line."""
 

@@ -4,10 +4,6 @@
 """Restart detection: why containerd must restart although no file changes (a restart that did not
 happen after an earlier write), judged on the running view."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import os
 
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils._remediation.ownership import is_own

@@ -9,10 +9,6 @@ judges the load of the config the service starts with instead, and says so. What
 this proof, and what a failed write or a failed proof says about the files (changed, put back).
 Controller only."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import hashlib
 
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _config_shapes as config_shapes

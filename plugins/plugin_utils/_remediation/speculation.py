@@ -7,10 +7,6 @@ it is or given the one imports entry that loads them. The node's stage of it sta
 stage only when the plan writes exactly those files and imports; any other plan is staged as always, so
 a wrong guess costs one call and changes no verdict."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import os
 
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _toml_codec as toml_codec

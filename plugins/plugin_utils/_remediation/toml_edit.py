@@ -4,10 +4,6 @@
 """TOML documents of the remediation: parse, flatten and diff them key by key, edit the main config in
 place (tomlkit keeps its comments and layout), and check containerd's own migration of it."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import copy
 
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _config_shapes as shapes

@@ -5,10 +5,6 @@
 coverage) and its writers beside it: text (summary lines), JSON, JUnit XML and a Prometheus
 textfile, and files.py, which writes them whole or not at all. What the actions use is named here."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils._report.model import (  # noqa: F401
     COLLECTION_ROOT, FAILED, FAILED_OUTCOME, FINDINGS, MODE_STATUSES, NOT_CHECKED, NOT_JUDGED, NOT_JUDGED_REASON,
     NOT_PROCESSED, NOT_VALIDATED, OK, OTHER_STATUSES, PASSED, REFUSED, REPORT_FORMAT, STATUSES, add_findings, build,

@@ -3,10 +3,6 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Report files: each written whole or not at all, in the formats a run asks for."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import os
 import tempfile
 

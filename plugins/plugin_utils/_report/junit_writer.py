@@ -4,10 +4,6 @@
 """The report as JUnit XML: a testsuite per node, a testcase per finding, per clean check and per
 skipped check, errors and failures for nodes not judged or turned down, and a coverage suite."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 from xml.sax.saxutils import escape, quoteattr
 
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _checks as checks

@@ -5,10 +5,6 @@
 and its coverage (the hosts of the run against the cluster's Nodes). Stable: no timestamps, nodes
 and findings sorted, so two runs diff cleanly. The writers beside it render it."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import difflib
 import json
 import os

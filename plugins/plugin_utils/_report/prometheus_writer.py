@@ -3,10 +3,6 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The report as a Prometheus textfile (node_exporter's textfile collector)."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _checks as checks
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils._report.model import NOT_CHECKED, STATUSES
 

@@ -4,10 +4,6 @@
 """The report as text: one line per node, its findings under it, the coverage, the totals; and what
 the judging actions return of a report (the summary lines the callback prints among it)."""
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
-
 import re
 
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _checks as checks
