@@ -86,7 +86,7 @@ class ActionModule(ActionBase):
         except report.WriteError as exc:
             raise AnsibleActionFail(str(exc))
         result.update(report.result_of(built, written, verbose=Display().verbosity > 0,
-                                        own_lines=args["mode"] == "hosts"), judged=True,
+                                       own_lines=args["mode"] == "hosts"), judged=True,
                       missing_lines=sorted(checks.on_node(n, line) for n, e in built["nodes"].items() for line in e["missing"]))
         if args["mode"] in SINGLE_MODES:
             # runtime_check (or the sandbox) printed the node's lines already.

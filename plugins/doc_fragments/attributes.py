@@ -4,6 +4,7 @@
 
 """The attributes every module documents (check mode, diff mode, platform); each module states its own support level."""
 
+
 class ModuleDocFragment(object):
     # Descriptions of the attributes; each module states its own support level.
     DOCUMENTATION = r"""

@@ -4,6 +4,7 @@
 
 """The judging options of the plugins that judge every host of a play (plugin_utils/_checks JUDGE_SPEC)."""
 
+
 class ModuleDocFragment(object):
     # The judging options of the plugins that judge every host of a play (plugin_utils/_checks JUDGE_SPEC).
     DOCUMENTATION = r"""

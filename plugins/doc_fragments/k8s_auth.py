@@ -5,6 +5,7 @@
 """The Kubernetes connection options of every module that talks to the apiserver: the same names and
 variables as kubernetes.core, so existing inventories work."""
 
+
 class ModuleDocFragment(object):
     # Same option names and variables as kubernetes.core, so existing inventories work.
     DOCUMENTATION = r"""

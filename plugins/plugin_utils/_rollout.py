@@ -29,6 +29,13 @@ _KEPT = ("files", "loaded_changes", "reasons", "notes", "restart_pending", "step
 _CONSOLE_NOTES = ("precedence: ", "pins: ", "next run: ", "SystemdCgroup: ")
 
 
+# The role's restart through systemd (roles/containerd_runtime/handlers/restart.yml): where it fails, the
+# node may have no systemd at all, and the option that restarts containerd there is named.
+_SYSTEMD_RESTART_TASK = "Restart containerd"
+_NO_SYSTEMD_HINT = ("; where systemd does not run containerd, set containerd_runtime_restart_command to the command "
+                    "that restarts it (docs/remediation.md); the files written wait for containerd's next start")
+
+
 class RolloutError(ValueError):
     pass
 
@@ -75,8 +82,10 @@ def remediation(result, failure=None, check_mode=False, host=None):
         rem.update(outcome=FAILED, msg=reason)
         return report.FAILED, reason, rem
     if failure:
-        reason = "%s failed: %s" % (checks.one_line(failure.get("task") or "a task"),
-                                    checks.one_line(failure.get("msg") or "see the output above"))
+        task = failure.get("task") or "a task"
+        msg = "; ".join(line.strip() for line in str(failure.get("msg") or "").splitlines() if line.strip())
+        reason = "%s failed: %s%s" % (checks.one_line(task), checks.one_line(msg or "see the output above"),
+                                      _NO_SYSTEMD_HINT if task == _SYSTEMD_RESTART_TASK else "")
         # With a result, the role wrote (or would write) and what came after failed: most likely the restart.
         rem.update(outcome=FAILED, changed=bool((result or {}).get("changed")), msg=reason)
         return report.FAILED, reason, rem

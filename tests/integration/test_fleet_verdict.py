@@ -253,4 +253,3 @@ def test_a_slice_without_an_id_is_refused(fleet, tmp_path):
                                  inventory(str(tmp_path / "inv.json"), fleet["vars"], ["h5"]), check=True)
     assert run.rc != 0 and artifacts == {}
     assert "gpurt_slice=true needs an id unique to the slice" in " ".join(out.split()), out[-3000:]
-

@@ -48,8 +48,8 @@ def notes_of(entry):
 
 
 @pytest.mark.parametrize("shape,version", [("kubespray-v4", "2.3"), ("kubespray-v3", "2.1")])
-def test_a_config_kubespray_renders_on_its_next_run_is_written_and_the_outcome_says_so(tmp_path, containerd,
-                                                                                        shape, version):
+def test_a_config_kubespray_renders_on_its_next_run_is_written_and_the_outcome_says_so(
+        tmp_path, containerd, shape, version):
     node = kubespray_node(tmp_path, shape, version)
     facts = {"k": host_vars(node, shape)}
     check, check_nodes = remediate(tmp_path, facts, check=True)

@@ -66,7 +66,6 @@ def _pin_refusal(the_plan, result):
                result["path"], found["tool"], "; ".join(result["evidence"]), found["input"], _NOTHING))
 
 
-
 def _machine(root, node_path):
     trailing = node_path.endswith("/")
     path = node_ownership.node_path(root, node_path.rstrip("/"))

@@ -3,6 +3,7 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Refusal: the node is refused before anything is written, with the reasons."""
 
+
 class Refusal(ValueError):
     """The node is refused before anything is written; ``reasons`` says why, line by line."""
 

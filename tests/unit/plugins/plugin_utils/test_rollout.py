@@ -39,11 +39,24 @@ class TestRemediation(object):
             report.FAILED, "cannot gather")
         assert rollout.remediation(None)[:2] == (report.FAILED, "the host has no result of the remediation")
         # The role wrote, then the restart failed (recorded by the block's rescue).
-        status, reason, rem = rollout.remediation(WROTE, {"task": "Restart containerd", "msg": "exit 1"})
-        assert (status, reason, rem["changed"]) == (report.FAILED, "Restart containerd failed: exit 1", True)
+        status, reason, rem = rollout.remediation(WROTE, {"task": "Restart containerd with the configured command",
+                                                          "msg": "exit 1"})
+        assert (status, reason, rem["changed"]) == (
+            report.FAILED, "Restart containerd with the configured command failed: exit 1", True)
         # The role's argument validation failed before its task registered anything.
         assert rollout.remediation(None, {"task": "Validating arguments", "msg": "bad"})[:2] == (
             report.FAILED, "Validating arguments failed: bad")
+
+    def test_a_failed_systemd_restart_names_the_option_for_nodes_without_systemd(self):
+        """systemd's answer on a node it does not run, with its newline: one line, and the option that
+        restarts containerd there, which the node needs (issue 35)."""
+        msg = ("System has not been booted with systemd as init system (PID 1). Can't operate.\n"
+               "Failed to connect to bus: Host is down")
+        status, reason, rem = rollout.remediation(WROTE, {"task": "Restart containerd", "msg": msg})
+        assert status == report.FAILED and rem["changed"] is True
+        assert reason.startswith("Restart containerd failed: System has not been booted with systemd as init system "
+                                 "(PID 1). Can't operate.; Failed to connect to bus: Host is down; ")
+        assert "containerd_runtime_restart_command" in reason and "\\n" not in reason and "\n" not in reason
 
 
 class TestHostEntry(object):

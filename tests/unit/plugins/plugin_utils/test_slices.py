@@ -39,20 +39,22 @@ def entry(host):
     return out
 
 
-def run_report(hosts, sid, sliced, runtimeclasses=RUNTIMECLASSES, settings=SETTINGS, outside=()):
+def run_report(hosts, sid, sliced, runtimeclasses=None, settings=None, outside=()):
     """A run's report as the audit_report action builds it (audit.yml), sliced or not; outside: the inventory's
     hosts a --limit left out of the run."""
+    runtimeclasses = RUNTIMECLASSES if runtimeclasses is None else runtimeclasses
+    settings = SETTINGS if settings is None else settings
     entries = [entry(h) for h in hosts]
     groups = dict((g, [h for h in members if h in hosts]) for g, members in GROUPS.items())
     seen = report.coverage(dict((h, h) for h in hosts), [n["name"] for n in NODES], list(outside))
-    publication = slices.publication(sid, sliced, dict((h, {"node_name": h, "labels": None}) for h in hosts), groups,
-                                     seen["nodes_not_checked_in_inventory"], runtimeclasses, NODES, settings)
+    publication = slices.publication(sid, sliced, dict((h, {"node_name": h, "labels": None}) for h in hosts),
+                                     groups, seen["nodes_not_checked_in_inventory"], runtimeclasses, NODES, settings)
     if sliced:
         for item in entries:
             if item["status"] != report.NOT_CHECKED:
                 report.add_findings(item, [], settings["fail_on"], (), {"node_drift": slices.JUDGED_AT_MERGE})
         return report.build(entries, settings["fail_on"], "hosts", runtimeclasses,
-                             extra={"slice": publication, "runtimeclass_coverage": None}, notes=[slices.SLICE_NOTE])
+                            extra={"slice": publication, "runtimeclass_coverage": None}, notes=[slices.SLICE_NOTE])
     entries = audit.add_drift(entries, groups, settings["fail_on"], settings["skip_checks"])
     classes = audit.runtimeclass_coverage(runtimeclasses, entries, NODES)
     return report.build(entries, settings["fail_on"], "hosts", runtimeclasses,
