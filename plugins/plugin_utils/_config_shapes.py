@@ -9,6 +9,8 @@ version 2 (``plugins."io.containerd.grpc.v1.cri"``) and version 3/4
 release reads. The node side reads a config as text: module_utils/_node_config_text.
 """
 
+import re
+
 CRI_PLUGIN_V1 = "cri"
 CRI_PLUGIN_V2 = "io.containerd.grpc.v1.cri"
 CRI_PLUGIN_V3 = "io.containerd.cri.v1.runtime"
@@ -174,10 +176,25 @@ _REPLACED_BY = {
 }
 
 
+# A generator's placeholder in a config it renders: ${SNAP_DATA} (microk8s' template), {{ .NodeConfig }} or
+# {% ... %} (Go and Jinja2 templates: k3s, kubespray). What it stands for is whatever the generator substituted.
+GENERATOR_PLACEHOLDER = re.compile(r"\$\{[^}]*\}|\{\{.*?\}\}|\{%.*?%\}", re.S)
+
+
+# From 2.3 containerd migrates each file it merges by that file's own version; 2.0-2.2 merge the files
+# first and migrate the result by the root file's version (measured on 2.1.9 and 2.3.4).
+PER_FILE_MIGRATION = (2, 3)
+
+
+def migrates_per_file(version):
+    """Whether a containerd release (major, minor) migrates each merged file on its own."""
+    return tuple(version) >= PER_FILE_MIGRATION
+
+
 def _release(containerd_major, containerd_minor):
     if containerd_major < 2:
         return 1
-    return 23 if containerd_minor is not None and (containerd_major, containerd_minor) >= (2, 3) else 2
+    return 23 if containerd_minor is not None and migrates_per_file((containerd_major, containerd_minor)) else 2
 
 
 def _key(containerd_major, file_version, containerd_minor):

@@ -10,12 +10,12 @@ Pure logic on parsed TOML."""
 
 import re
 
+from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils._config_shapes import GENERATOR_PLACEHOLDER as _PLACEHOLDER
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils._remediation.convert import CRI_IMAGES, IMAGE_KEYS
 
 # Keys that say how a file is read, not what it sets.
 _NOT_SETTINGS = ("version", "imports")
 # A generator's placeholder: ${SNAP_DATA}, {{ .NodeConfig }}; the value is whatever it substituted.
-_PLACEHOLDER = re.compile(r"\$\{[^}]*\}|\{\{.*?\}\}")
 _MAX_REPORTED = 10
 
 
@@ -44,8 +44,11 @@ def _same(want, have):
     if isinstance(want, list) and isinstance(have, list):
         return len(want) == len(have) and all(_same(w, h) for w, h in zip(want, have))
     if isinstance(want, str) and _PLACEHOLDER.search(want):
-        pattern = "".join(".*" if _PLACEHOLDER.fullmatch(part) else re.escape(part)
-                          for part in re.split(r"(\$\{[^}]*\}|\{\{.*?\}\})", want))
+        pattern, position = "", 0
+        for match in _PLACEHOLDER.finditer(want):
+            pattern += re.escape(want[position:match.start()]) + ".*"
+            position = match.end()
+        pattern += re.escape(want[position:])
         return isinstance(have, str) and re.fullmatch(pattern, have, re.DOTALL) is not None
     if isinstance(want, dict) and not want:
         return True  # an empty table sets nothing

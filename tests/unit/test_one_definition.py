@@ -83,3 +83,18 @@ def test_a_collection_fact_is_assigned_once(name):
     places = ["%s:%d" % (os.path.relpath(path, PLUGINS), line) for path in python_files()
               for line in assignments(path, name)]
     assert len(places) == 1, "%s is assigned in %s" % (name, places)
+
+
+def test_a_generator_placeholder_is_one_pattern():
+    """${SNAP_DATA}, {{ .X }} and {% ... %}: one pattern (plugin_utils/_config_shapes) reads them for the
+    orphan judgment and for rendering a template, so the two cannot disagree about what a placeholder is."""
+    places = ["%s:%d" % (os.path.relpath(path, PLUGINS), line) for path in python_files()
+              for line, text in code_strings(path) if "\\{\\{" in text]
+    assert len(places) == 1, "a generator placeholder pattern is written in %s" % places
+
+
+@pytest.mark.parametrize("name", ["PER_FILE_MIGRATION", "GENERATOR_PLACEHOLDER"])
+def test_a_config_fact_is_assigned_once(name):
+    places = ["%s:%d" % (os.path.relpath(path, PLUGINS), line) for path in python_files()
+              for line in assignments(path, name)]
+    assert len(places) == 1, "%s is assigned in %s" % (name, places)

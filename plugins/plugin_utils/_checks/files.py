@@ -18,6 +18,9 @@ from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils._checks.registr
 V1, V2, V3 = config_shapes.CRI_PLUGIN_V1, config_shapes.CRI_PLUGIN_V2, config_shapes.CRI_PLUGIN_V3
 # containerd 2.3 refuses a drop-in whose version is above the root file's (measured, 2.3.4).
 _REFUSES_DROPIN_ABOVE_ROOT = (2, 3)
+# containerd 2.3 dumps imports = ['/etc/containerd/conf.d/*.toml'] by default, but loads a drop-in only when
+# the config file itself declares imports (measured, 2.3.4).
+_DEFAULT_IMPORTS_ONLY_DUMPED = (2, 3)
 
 
 # --- imports and drop-ins -----------------------------------------------------------------
@@ -197,7 +200,7 @@ def check_orphans(ctx):
             why = "imports read other dirs only (%s)" % ", ".join(resolved)
         else:
             why = "the config has no imports"
-            if (ctx.version or (0, 0)) >= (2, 3):
+            if (ctx.version or (0, 0)) >= _DEFAULT_IMPORTS_ONLY_DUMPED:
                 why += (" (containerd 2.3 dumps imports = ['/etc/containerd/conf.d/*.toml'] by default, "
                         "but loads a drop-in only when the config file itself declares imports)")
         glob = os.path.join(_dir_of(entry["path"]), "*" + os.path.splitext(entry["path"])[1])
@@ -237,7 +240,7 @@ def _effective_version(entry, root, version):
     parsed = entry["parsed"]
     if root is not None and (entry["role"] == "imported" and not parsed.get("version_written")):
         return root
-    if root is not None and version[0] >= 2 and version < (2, 3):
+    if root is not None and version[0] >= 2 and not config_shapes.migrates_per_file(version):
         return root
     return parsed["version"]
 
@@ -268,7 +271,7 @@ def file_readings(ctx):
     for entry in merged:
         effective = _effective_version(entry, root, ctx.version)
         replaced = config_shapes.replaced_by(major, effective, minor)
-        unit = merged if ctx.version < (2, 3) else [entry]
+        unit = [entry] if config_shapes.migrates_per_file(ctx.version) else merged
         reasons = {}
         for plugin in sorted(entry["parsed"].get("runtimes_by_plugin") or {}):
             reasons[plugin] = config_shapes.ignored_plugin_reason(major, effective, plugin, minor)
@@ -420,7 +423,7 @@ def check_defaults(ctx):
         return []
     path = ctx.gathered.get("config_path") or "the config file"
     note = ""
-    if (ctx.version or (0, 0)) >= (2, 3):
+    if (ctx.version or (0, 0)) >= _DEFAULT_IMPORTS_ONLY_DUMPED:
         note = ("; its dump shows imports = ['/etc/containerd/conf.d/*.toml'], but without a config file no "
                 "drop-in is loaded (measured with 2.3.4)")
     return [finding(

@@ -20,7 +20,7 @@ from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils._remediation.re
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils._remediation.toml_edit import edit_main, parse
 
 # ${NAME} (sed, envsubst, the snap wrappers) and {{ ... }} (Go and Jinja templates).
-_PLACEHOLDER = re.compile(r"\$\{[A-Za-z_][A-Za-z0-9_]*\}|\{\{.*?\}\}|\{%.*?%\}", re.S)
+_PLACEHOLDER = config_shapes.GENERATOR_PLACEHOLDER
 _NOTHING = "Nothing was written."
 
 
