@@ -14,7 +14,9 @@ MODULES_DIR = os.path.join(ansible_run.REPO, "plugins", "modules")
 # docs, and what the executor adds to a result).
 COMMON_RETURN = frozenset(("changed", "failed", "skipped", "msg", "invocation", "warnings", "deprecations",
                            "diff", "exception", "skip_reason", "unreachable", "_ansible_no_log",
-                           "_ansible_verbose_always", "_ansible_delegated_vars", "ansible_facts"))
+                           "_ansible_verbose_always", "_ansible_delegated_vars", "ansible_facts",
+                           # the run's custom stats, as ansible.builtin.set_stats returns them (audit_report's artifact)
+                           "ansible_stats"))
 
 
 def module_names():
