@@ -144,9 +144,7 @@ class ActionModule(ActionBase):
              "allow_no_runtimeclasses": args["allow_no_runtimeclasses"]})
         if args["slice"]:
             # Fleet-wide verdicts from one slice's view would be wrong: fleet_verdict judges them.
-            for entry in entries:
-                if entry["status"] != report.NOT_CHECKED:
-                    report.add_findings(entry, [], args["fail_on"], (), {"node_drift": slices.JUDGED_AT_MERGE})
+            slices.judged_at_merge(entries, args["fail_on"])
             return entries, None, {"slice": publication, "runtimeclass_coverage": None}, [slices.SLICE_NOTE]
         entries = audit.add_drift(entries, drift_groups, args["fail_on"], args["skip_checks"])
         classes = audit.runtimeclass_coverage(args["runtimeclasses"], entries, args["nodes"], dict(

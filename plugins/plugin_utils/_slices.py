@@ -116,6 +116,15 @@ def _class_differences(sections):
             "between them): %s; run the sliced audit again" % "; ".join(parts)]
 
 
+def judged_at_merge(entries, fail_on):
+    """A slice's entries with node_drift skipped as judged at merge: one slice's view of a group would be
+    wrong (each checked node; a node not checked keeps its reason). Returns entries, changed in place."""
+    for entry in entries:
+        if entry["status"] != report.NOT_CHECKED:
+            report.add_findings(entry, [], fail_on, (), {"node_drift": JUDGED_AT_MERGE})
+    return entries
+
+
 def _fresh_entry(entry, fail_on):
     """A node's entry without its node_drift verdict (judged again across the fleet's groups)."""
     kept = dict(entry)

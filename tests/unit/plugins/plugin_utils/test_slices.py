@@ -50,9 +50,7 @@ def run_report(hosts, sid, sliced, runtimeclasses=None, settings=None, outside=(
     publication = slices.publication(sid, sliced, dict((h, {"node_name": h, "labels": None}) for h in hosts),
                                      groups, seen["nodes_not_checked_in_inventory"], runtimeclasses, NODES, settings)
     if sliced:
-        for item in entries:
-            if item["status"] != report.NOT_CHECKED:
-                report.add_findings(item, [], settings["fail_on"], (), {"node_drift": slices.JUDGED_AT_MERGE})
+        slices.judged_at_merge(entries, settings["fail_on"])
         return report.build(entries, settings["fail_on"], "hosts", runtimeclasses,
                             extra={"slice": publication, "runtimeclass_coverage": None}, notes=[slices.SLICE_NOTE])
     entries = audit.add_drift(entries, groups, settings["fail_on"], settings["skip_checks"])
