@@ -123,10 +123,11 @@ sanity: setup
 lint: setup
 	$(BIN)/ansible-lint --offline -q playbooks roles inventory/demo/prepare.yml
 
+# --durations: the slowest tests named in every CI log, where the next cut of the warm run's time starts.
 # sanity and test-oldest side by side: each keeps about one core busy (ansible-test runs one test at a time;
 # test-oldest's workers mostly wait on ansible-playbook), and each one's output comes out whole when it ends.
 test: setup
-	$(BIN)/pytest -q -n auto --dist loadfile tests
+	$(BIN)/pytest -q -n auto --dist loadfile --durations=40 tests
 	$(MAKE) --no-print-directory -j2 --output-sync=target sanity test-oldest
 
 $(OLDEST_VENV)/.installed: requirements-oldest.txt
