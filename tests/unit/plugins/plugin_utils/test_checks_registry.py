@@ -1,6 +1,6 @@
-"""_checks/registry.py: each check declared once, with its needs. A check declared once flows everywhere: the
-runner, skip_checks, bootstrap validation's skip list, docs/checks.md's table, the Prometheus series. The example
-check below is declared here, as a family module declares its checks, and nothing else is touched."""
+"""_checks/registry.py: each check, declared once with its needs and remediation, flows everywhere: the runner,
+skip_checks, bootstrap validation's skip list, docs/checks.md's table, the Prometheus series. The example check
+below is declared here, as a family module declares its checks, and nothing else is touched."""
 import pytest
 
 from ansible_collections.gpurt.runtime_gate.plugins.filter.checks import bootstrap_skip_checks
