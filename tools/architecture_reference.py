@@ -1,9 +1,12 @@
 """Regenerate docs/architecture.md's map of the tree: every plugin directory and file with its one-line
 job, taken from the file itself (a Python file's docstring, a module's or filter's short_description,
-a playbook's or rulebook's leading comment), so the page cannot name a file that is gone or miss a new one.
+a playbook's or rulebook's leading comment), so the page cannot name a file that is gone or miss a new one;
+and the unit tests of the checks, one file per _checks module (test_checks_<module>.py), each with what it covers,
+so a check family without its tests stops the generator.
 
-    python3 tools/architecture_reference.py          rewrite the map between the files:start / files:end markers
-    python3 tools/architecture_reference.py --check  exit 1 when the map is stale
+    python3 tools/architecture_reference.py          rewrite the map (files:start / files:end) and the checks'
+                                                     tests (check-tests:start / check-tests:end)
+    python3 tools/architecture_reference.py --check  exit 1 when either is stale
 """
 import ast
 import glob
@@ -169,6 +172,37 @@ def files_map():
     return "\n\n".join(parts), jobless
 
 
+CHECKS = "plugins/plugin_utils/_checks"
+CHECK_TESTS = "tests/unit/plugins/plugin_utils"
+_DECLARES_A_CHECK = re.compile(r"^(@check|declare)\(", re.M)
+
+
+def check_tests():
+    """The section of the checks' unit tests: a row per test_checks_<module>.py (its module, what it covers), and
+    the problems: a family module (one that declares a check) without its test file, a test file of no module."""
+    modules = sorted(os.path.basename(p)[:-3] for p in glob.glob(os.path.join(doc_sections.REPO, CHECKS, "*.py")))
+    rows, problems = ["| code | its unit tests | what they cover |", "|---|---|---|"], []
+    for module in modules:
+        with open(os.path.join(doc_sections.REPO, CHECKS, module + ".py")) as handle:
+            family = _DECLARES_A_CHECK.search(handle.read())
+        test = "%s/test_checks_%s.py" % (CHECK_TESTS, module)
+        if not os.path.exists(os.path.join(doc_sections.REPO, test)):
+            if family:
+                problems.append("%s/%s.py declares checks and has no %s" % (CHECKS, module, test))
+            continue
+        prefix = "_checks/%s.py: " % module
+        with open(os.path.join(doc_sections.REPO, test)) as handle:
+            covers = " ".join((ast.get_docstring(ast.parse(handle.read())) or "").split())
+        if not covers.startswith(prefix):
+            problems.append("%s's docstring does not begin with %r" % (test, prefix))
+        rows.append("| `_checks/%s.py` | `%s` | %s |" % (module, test, covers[len(prefix):].replace("|", "\\|")))
+    for path in sorted(glob.glob(os.path.join(doc_sections.REPO, CHECK_TESTS, "test_checks_*.py"))):
+        module = os.path.basename(path)[len("test_checks_"):-3]
+        if module not in modules:
+            problems.append("%s tests no module of %s" % (os.path.relpath(path, doc_sections.REPO), CHECKS))
+    return "\n".join(rows), problems
+
+
 def main():
     rooms = unmapped_rooms()
     if rooms:
@@ -177,7 +211,11 @@ def main():
     if jobless:
         sys.exit("these files say no job (a docstring, short_description or leading comment): %s"
                  % ", ".join(jobless))
+    tests, problems = check_tests()
+    if problems:
+        sys.exit("the checks' unit tests: %s" % "; ".join(problems))
     doc_sections.update(DOC, "files", body, COMMAND)
+    doc_sections.update(DOC, "check-tests", tests, COMMAND)
 
 
 if __name__ == "__main__":

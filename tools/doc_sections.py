@@ -20,7 +20,8 @@ def import_collection():
 
 def update(path, name, body, command):
     """Put body between the `<!-- NAME:start -->` and `<!-- NAME:end -->` lines of path; with --check
-    on the command line, only exit 1 when the file's section differs, naming the command to run."""
+    on the command line, only exit 1 when the file's section differs, naming the command to run (and return
+    when it is current, so a tool may check several sections)."""
     start, end = "<!-- %s:start -->\n" % name, "\n<!-- %s:end -->" % name
     with open(path) as handle:
         text = handle.read()
@@ -31,7 +32,9 @@ def update(path, name, body, command):
     _old, tail = rest.split(end, 1)
     new = head + start + body + end + tail
     if "--check" in sys.argv[1:]:
-        sys.exit(0 if new == text else "%s's %s section is stale: run %s" % (shown, name, command))
+        if new != text:
+            sys.exit("%s's %s section is stale: run %s" % (shown, name, command))
+        return
     if new != text:
         with open(path, "w") as handle:
             handle.write(new)

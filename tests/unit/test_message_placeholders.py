@@ -1,7 +1,7 @@
 """Issue 35 item 3: no message leaves a placeholder unfilled. Every string literal of plugins/ and
 extensions/ with a `{name}` placeholder is filled where it is written (str.format, str.format_map,
 str.replace of that very placeholder) or is not a message (a URL path template filled by its one reader,
-listed here with it; tests/unit/plugins/module_utils/test_kube.py proves a 404 on it prints no
+listed here with it; tests/unit/plugins/module_utils/test_k8s_session.py proves a 404 on it prints no
 placeholder)."""
 import ast
 import os

@@ -3,13 +3,7 @@ import os
 
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _node_config_text as cc
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _toml_codec as toml_codec
-
-DUMPS = os.path.join(os.path.dirname(__file__), "..", "..", "fixtures", "dumps")
-
-
-def dump_text(name):
-    with open(os.path.join(DUMPS, name)) as handle:
-        return handle.read()
+from tests.lib.dumps import DUMPS, dump_text
 
 
 class TestHostSideTextReaders(object):

@@ -1,17 +1,9 @@
-import os
-
 import pytest
 
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _audit as audit
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _checks as checks
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _parse_gathered as parse_gathered
-
-DUMPS = os.path.join(os.path.dirname(__file__), "..", "..", "fixtures", "dumps")
-
-
-def dump_text(name):
-    with open(os.path.join(DUMPS, name)) as handle:
-        return handle.read()
+from tests.lib.dumps import dump_text
 
 
 def rc(name, handler=None, selector=None):

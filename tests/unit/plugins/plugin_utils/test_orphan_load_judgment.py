@@ -4,7 +4,7 @@ The node's loads themselves are in tests/integration/test_orphan_loader_evidence
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _fragment_carry as fragment_carry
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _parse_gathered as parse_gathered
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _toml_codec as toml_codec
-from tests.unit.plugins.plugin_utils.test_findings import ctx, ids, loaded, run
+from tests.lib.check_inputs import ctx, ids, loaded, run
 
 V2, V3 = "io.containerd.grpc.v1.cri", "io.containerd.cri.v1.runtime"
 LOADED = {"version": 3, "imports": ["/etc/cri/conf.d/cri.toml"], "plugins": {V3: {"containerd": {"runtimes": {

@@ -1,3 +1,4 @@
+"""_safe_yaml.py: the one safe YAML loader, for text, a str subclass (as Ansible hands it over) or a file."""
 import io
 
 import pytest

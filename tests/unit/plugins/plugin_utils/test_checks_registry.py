@@ -1,6 +1,6 @@
-"""A check declared once flows everywhere: the runner, skip_checks, bootstrap validation's skip list,
-docs/checks.md's table, the Prometheus series. The example check below is declared here, as a family
-module declares its checks, and nothing else is touched."""
+"""_checks/registry.py: each check, declared once with its needs and remediation, flows everywhere: the runner,
+skip_checks, bootstrap validation's skip list, docs/checks.md's table, the Prometheus series. The example check
+below is declared here, as a family module declares its checks, and nothing else is touched."""
 import pytest
 
 from ansible_collections.gpurt.runtime_gate.plugins.filter.checks import bootstrap_skip_checks
@@ -95,3 +95,19 @@ def test_a_check_is_declared_once_and_with_a_remediation():
     with pytest.raises(ValueError, match="declares no remediation"):
         registry.declare("x_check", ("error",), "error", "c", (), None)
     assert "x_check" not in checks.BY_ID
+
+
+def test_every_check_is_declared_once_with_its_needs():
+    assert len(checks.BY_ID) == len(checks.REGISTRY)
+    for check in checks.REGISTRY:
+        assert set(check.needs) <= set(checks.NEEDS), check.id
+        assert set(check.severities) <= set(checks.SEVERITIES), check.id
+        assert (check.run is None) == (check.modes == ("group",)), check.id
+    assert sorted(checks.CHECKS) == sorted(checks.BY_ID)
+
+
+def test_unknown_skip_id_raises():
+    with pytest.raises(ValueError, match="unknown check id.*no_such"):
+        checks.validate_skip(["missing_handler", "no_such"])
+    checks.validate_skip(sorted(checks.CHECKS))
+    checks.validate_skip(None)

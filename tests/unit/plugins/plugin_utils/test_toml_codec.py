@@ -1,10 +1,11 @@
+"""_toml_codec.py: TOML read and written: real dumps round-trip to a fixed point, keys and strings quoted,
+every value type, clear errors."""
 import os
 
 import pytest
 
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _toml_codec as toml_codec
-
-DUMPS = os.path.join(os.path.dirname(__file__), "..", "..", "fixtures", "dumps")
+from tests.lib.dumps import DUMPS
 
 
 @pytest.mark.parametrize("name", sorted(n for n in os.listdir(DUMPS) if n.endswith(".toml")))

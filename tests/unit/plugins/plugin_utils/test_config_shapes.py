@@ -1,17 +1,10 @@
-"""containerd_shapes: the runtimes of a parsed config of every version, and which plugin each containerd release reads."""
-import os
-
+"""_config_shapes.py: the runtimes of a parsed config of every version (real dumps summarized), and which
+plugin each containerd release reads."""
 import pytest
 
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _config_shapes as shapes
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _parse_gathered as parse_gathered
-
-DUMPS = os.path.join(os.path.dirname(__file__), "..", "..", "fixtures", "dumps")
-
-
-def dump_text(name):
-    with open(os.path.join(DUMPS, name)) as handle:
-        return handle.read()
+from tests.lib.dumps import dump_text
 
 
 @pytest.mark.parametrize("name", ["containerd-1.6-v2-nvidia.toml", "containerd-1.7-v2-nvidia.toml"])
@@ -78,30 +71,6 @@ def test_v3_name_wins_over_v2_name_for_the_same_runtime():
         shapes.CRI_PLUGIN_V3: {"containerd": {"runtimes": {"nvidia": {"runtime_type": "new"}}}},
     }}
     assert shapes.summarize(doc)["runtimes"]["nvidia"]["runtime_type"] == "new"
-
-
-@pytest.mark.parametrize("text, message", [
-    ("", "is empty"),
-    ("   \n", "is empty"),
-    ("garbage [[[", "not valid TOML"),
-    ("version = 2\n[plugins\n", "not valid TOML"),
-    ('version = "two"\n', "'version' must be an integer"),
-    ("version = 2\nplugins = 3\n", "'plugins' must be a table"),
-    ('version = 2\nimports = "x"\n', "'imports' must be a list"),
-    ('version = 2\n[plugins."io.containerd.grpc.v1.cri".containerd]\nruntimes = 1\n', "must be a table"),
-    (b"version = 2\nroot = '\xff\xfe'\n", "not UTF-8"),
-])
-def test_bad_dumps_raise_dump_error(text, message):
-    with pytest.raises(parse_gathered.DumpError) as excinfo:
-        parse_gathered.summarize_dump(text)
-    assert message in str(excinfo.value)
-
-
-def test_truncated_dump_is_an_error():
-    text = dump_text("containerd-2.1-v3-nvidia.toml")
-    cut = text.index("runtimes.nvidia]") + 5
-    with pytest.raises(parse_gathered.DumpError):
-        parse_gathered.summarize_dump(text[:cut])
 
 
 @pytest.mark.parametrize("major, version, plugin, ignored", [
