@@ -78,3 +78,38 @@ def gathered_imports():
                        'version = 3\n[plugins."%s".containerd.runtimes.nvidia]\nruntime_type = "io.containerd.runc.v2"\n' % V3),
         ],
     }
+
+
+def gathered_with(files, dump, version=(2, 1), warnings=()):
+    """A gather result as parse_gathered leaves it: files [(path, role, text)], dump as containerd printed it."""
+    result = {
+        "version": "%d.%d.9" % version,
+        "version_major": version[0],
+        "version_minor": version[1],
+        "config_path": files[0][0],
+        "config_exists": True,
+        "dump": dump,
+        "refused": None,
+        "dump_warnings": list(warnings),
+        "imports": [],
+        "files": [{"path": p, "role": r, "content": t, "error": None} for p, r, t in files],
+    }
+    return parse_gathered.parse_gathered(result)
+
+
+def findings_of(gathered, check):
+    out, ran, _skipped = checks.check_node("n1", gathered, [], {})
+    assert check in ran
+    return [f for f in out if f["check"] == check]
+
+
+# Docker's packaged /etc/containerd/config.toml: the CRI plugin disabled.
+DOCKER = '#   Copyright 2018-2022 Docker Inc.\n\ndisabled_plugins = ["cri"]\n\n#root = "/var/lib/containerd"\n'
+
+
+# A 2.1 dump with the CRI plugin disabled (as 2.1.9 dumps DOCKER) and runc loaded.
+DUMP_21 = (
+    "version = 3\nroot = '/var/lib/containerd'\ndisabled_plugins = ['io.containerd.grpc.v1.cri']\n"
+    "[plugins.'io.containerd.cri.v1.runtime'.containerd]\n  default_runtime_name = 'runc'\n"
+    "[plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc]\n  runtime_type = 'io.containerd.runc.v2'\n"
+)

@@ -2,8 +2,11 @@ import json
 import os
 
 import pytest
+from hypothesis import HealthCheck, assume, example, given, settings
+from hypothesis import strategies as st
 
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _host_paths as host_paths
+from tests.lib.host_roots import NAME, NODE_PATHS, ROOTS, machine, norm_root, under
 
 
 def touch(path, text=""):
@@ -246,3 +249,103 @@ class TestCdiSpecs(object):
     def test_empty_spec(self):
         assert host_paths.cdi_spec_host_paths("cdiVersion: 0.5.0\n", "/etc/cdi/x.yaml") == []
         assert host_paths.cdi_spec_host_paths("{}", "/etc/cdi/x.json") == []
+
+
+@pytest.mark.parametrize("pattern, path, matches", [
+    ("/etc/containerd/conf.d/*.toml", "/etc/containerd/conf.d/zz-gpurt-nvidia.toml", True),
+    ("/etc/containerd/conf.d/*.toml", "/etc/containerd/conf.d/sub/x.toml", False),  # '*' never crosses '/'
+    ("/etc/containerd/conf.d/*", "/etc/containerd/conf.d/.hidden", True),  # Go matches dot-files
+    ("/etc/containerd/*/*.toml", "/etc/containerd/conf.d/a.toml", True),
+    ("/etc/containerd/conf.d/a?.toml", "/etc/containerd/conf.d/ab.toml", False),  # no '*': a literal path
+    ("/etc/containerd/conf.d/a.toml", "/etc/containerd/conf.d/a.toml", True),
+    ("/etc/containerd/conf.d/[^a]*.toml", "/etc/containerd/conf.d/b.toml", True),
+    ("/etc/containerd/conf.d/[^a]*.toml", "/etc/containerd/conf.d/a.toml", False),
+])
+def test_glob_matches_path_reads_entries_as_containerd_does(pattern, path, matches):
+    assert host_paths.glob_matches_path(pattern, path) is matches
+
+
+# --- the host root is applied exactly once (issue 37): on_machine turns a path read from the node (its config,
+# its imports, its units) into the path the module opens; properties over host roots and path forms (absolute,
+# relative, already prefixed, globs). The code paths that read and write under the root: test_ownership.py,
+# test_restart_marker.py, test_remediation_ownership_gate.py.
+
+SMALL = settings(max_examples=150, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
+
+_GLOB = st.sampled_from(["*.toml", "*", "[0-9]*.toml", "?.conf", "zz-*.toml"])
+
+
+@pytest.mark.parametrize("root", ["relative/root", "/srv/node*", "/srv/n[1]", "/srv/n?"])
+def test_a_root_that_is_not_absolute_or_holds_glob_characters_is_refused_clearly(root):
+    with pytest.raises(ValueError, match="host_root must be an absolute path without glob characters"):
+        host_paths.on_machine(root, "/etc/containerd/config.toml")
+
+
+@SMALL
+@given(ROOTS, NODE_PATHS)
+@example("/srv/node1", "/srv/node1/etc/containerd/config.toml")  # the path names the root already
+@example("/srv/node1", "/srv/node10/etc")  # a sibling of the root is not under it
+def test_an_absolute_node_path_is_prefixed_once_and_the_result_is_a_fixed_point(root, node):
+    got = host_paths.on_machine(root, node)
+    r = norm_root(root)
+    if r != "/" and (node == r or node.startswith(r + "/")):
+        assert got == node  # already prefixed: as it is
+    else:
+        assert got == machine(root, node)
+    assert host_paths.on_machine(root, got) == got
+    if not under(root, host_paths.on_node(root, got)):  # a node path that reads as under the root is the ambiguity
+        assert host_paths.on_machine(root, host_paths.on_node(root, got)) == got
+    if r != "/":
+        assert got.startswith(r + "/") or got == r
+        assert not got.startswith(r + r + "/") or node.startswith(r + r + "/")
+
+
+@SMALL
+@given(ROOTS, NODE_PATHS)
+def test_an_already_prefixed_path_stays_as_it_is(root, node):
+    assume(not under(root, node))
+    prefixed = machine(root, node)
+    assert host_paths.on_machine(root, prefixed) == prefixed
+    assert host_paths.on_node(root, prefixed) == node
+
+
+@SMALL
+@given(ROOTS, NODE_PATHS, st.lists(NAME, min_size=1, max_size=3), st.sampled_from(["node", "machine", None]))
+def test_a_relative_path_is_taken_against_its_base_then_prefixed_once(root, base, rel_parts, base_form):
+    rel = "/".join(rel_parts)
+    assume(base_form != "node" or not under(root, base))
+    assume(under(root, base) or not under(root, os.path.normpath(os.path.join(base if base_form else "/", rel))))
+    if base_form == "machine":
+        got = host_paths.on_machine(root, rel, machine(root, base))
+    else:
+        got = host_paths.on_machine(root, rel, base if base_form == "node" else None)
+    expected_node = os.path.normpath(os.path.join(base if base_form else "/", rel))
+    assert got == host_paths.on_machine(root, expected_node)
+    assert host_paths.on_machine(root, got) == got
+
+
+@SMALL
+@given(ROOTS, NODE_PATHS, _GLOB, st.booleans())
+def test_a_glob_keeps_its_pattern_and_gets_the_root_once(root, directory, pattern, prefixed):
+    assume(not under(root, directory))
+    glob = (machine(root, directory) if prefixed else directory) + "/" + pattern
+    got = host_paths.on_machine(root, glob)
+    assert got == machine(root, directory) + "/" + pattern
+    assert host_paths.on_machine(root, got) == got
+    assert host_paths.on_node(root, got) == directory + "/" + pattern
+
+
+@SMALL
+@given(ROOTS, st.sampled_from(["/etc/../../etc/x", "/../etc/x", "/etc/./x", "//etc//x"]))
+def test_dot_dot_never_leaves_the_root(root, node):
+    got = host_paths.on_machine(root, node)
+    assert got == machine(root, "/etc/x")
+
+
+# --- the code paths that read: the ownership evidence under the root -----------------------------
+
+
+# --- the code path that writes: where the drop-ins go on a generated main config ------------------
+
+
+# --- the code path that writes the restart marker and the gather that reads it -----------------------

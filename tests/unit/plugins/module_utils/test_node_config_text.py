@@ -1,5 +1,8 @@
-"""containerd_config: what the node reads from a config text without a TOML parser."""
+"""module_utils/_node_config_text: what the node reads from a config text without a TOML parser, and the
+imports array it cuts."""
 import os
+
+import pytest
 
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _node_config_text as cc
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _toml_codec as toml_codec
@@ -45,3 +48,19 @@ class TestHostSideTextReaders(object):
             doc = toml_codec.loads(text)
             assert cc.top_level_imports(text) == doc.get("imports", []), name
             assert cc.top_level_version(text) == doc.get("version"), name
+
+
+@pytest.mark.parametrize("text, expected", [
+    ('version = 2\nimports = ["/a/*.toml"]\nroot = "/r"\n', 'version = 2\nroot = "/r"\n'),
+    ("version = 4\nimports = ['/a/*.toml', '/b']\n[x]\n", "version = 4\n[x]\n"),
+    ('imports = [\n  "/a/*.toml", # first\n  # a comment with ] in it\n  "/b",\n]  # trailing\nversion = 2\n', "version = 2\n"),
+    ('version = 2\n[plugins.x]\nimports = ["kept"]\n', 'version = 2\n[plugins.x]\nimports = ["kept"]\n'),
+    ("version = 2\n", "version = 2\n"),
+])
+def test_without_top_level_array_cuts_only_the_top_level_assignment(text, expected):
+    assert cc.without_top_level_array(text, "imports") == expected
+
+
+@pytest.mark.parametrize("text", ['imports = ["/a"\nversion = 2\n', 'imports = ["/a"] ; version = 2\n'])
+def test_without_top_level_array_refuses_shapes_it_cannot_cut(text):
+    assert cc.without_top_level_array(text, "imports") is None

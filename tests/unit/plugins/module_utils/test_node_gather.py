@@ -1,5 +1,5 @@
-"""The node-side gather: its pure parts (containerd's cause line, the shim name rule, the running
-view's parsing), and gather() end to end with small shell scripts standing in for containerd and
+"""The node-side gather (module_utils/_node_gather): its pure parts (the refusal, the shim name rule, the
+runtimes' path facts), and gather() end to end with small shell scripts standing in for containerd and
 crictl, one test per branch. The real binaries and daemons are in tests/integration."""
 import json
 import os
@@ -9,32 +9,9 @@ import resource
 import pytest
 
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _node_commands as node_commands
-from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _node_running_view as running_view
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _node_gather as gather
+from tests.lib.containerd_stderr import GOROUTINE_DUMP
 from tests.lib.fake_containerd import V16, V21, FakeContainerd
-
-GOROUTINE_DUMP = (
-    'time="2026-01-01T00:00:00Z" level=warning msg="Configuration migrated from version 2, use `containerd config '
-    'migrate` to avoid migration" t="5.7us"\n'
-    "runtime: out of memory: cannot allocate 251658240-byte block (528220160 in use)\n"
-    "fatal error: out of memory\n\n"
-    "goroutine 1 gp=0x3567a66101e0 m=0 mp=0x28 [running]:\n"
-    "runtime.throw({0x25cfc2f?, 0x3abf?})\n" + "\truntime/panic.go:1229 +0x48 fp=0x1 sp=0x2 pc=0x3\n" * 400)
-
-
-@pytest.mark.parametrize("stderr, cause", [
-    # imports = ["/dev/zero"] (measured on 1.6, 1.7, 2.1, 2.3.4): the cause sits above the goroutine dump
-    (GOROUTINE_DUMP, "fatal error: out of memory"),
-    ('time="x" level=warning msg="Configuration migrated from version 2"\n'
-     "containerd: drop-in config version 3 higher than root config version 2\n",
-     "containerd: drop-in config version 3 higher than root config version 2"),
-    ('time="2026-01-01T00:00:00Z" level=error msg="failed to load TOML" error="toml: line 2: expected key"\n',
-     'level=error msg="failed to load TOML" error="toml: line 2: expected key"'),
-    ("something odd\nlast words\n", "last words"),
-    ("", ""),
-])
-def test_cause_line(stderr, cause):
-    assert node_commands.cause_line(stderr) == cause
 
 
 def test_refusal_keeps_the_cause_and_a_bounded_tail():
@@ -72,79 +49,6 @@ def test_runtime_path_facts_skip_runc_and_read_every_path_key(tmp_path, monkeypa
     assert sorted(paths) == ["/etc/containerd/base.json", "/opt/kata/configuration.toml", "/opt/runc/shim"]
     assert sorted(shims) == ["io.containerd.kata.v2"]
     assert shims["io.containerd.kata.v2"]["searched"][-1] == str(tmp_path)
-
-
-@pytest.mark.parametrize("text, address", [
-    ('version = 2\n[grpc]\n  address = "/run/k3s/containerd/containerd.sock"\n[ttrpc]\n  address = "/x"\n',
-     "/run/k3s/containerd/containerd.sock"),
-    ("[ttrpc]\naddress = '/x'\n[grpc]\naddress = '/run/containerd/containerd.sock'\n", "/run/containerd/containerd.sock"),
-    ('[grpc]\n  uid = 0\n[ttrpc]\n  address = "/x"\n', None),
-    ("version = 3\n", None),
-    (None, None),
-])
-def test_grpc_address(text, address):
-    assert running_view.grpc_address(text) == address
-
-
-def test_endpoint_of():
-    assert running_view.endpoint_of("/run/x.sock") == "unix:///run/x.sock"
-    assert running_view.endpoint_of("unix:///run/x.sock") == "unix:///run/x.sock"
-    assert running_view.endpoint_of(None) == "unix:///run/containerd/containerd.sock"
-
-
-@pytest.mark.parametrize("argv, config", [
-    (["/usr/bin/containerd"], "/etc/containerd/config.toml"),
-    (["containerd", "--config", "/a/c.toml"], "/a/c.toml"),
-    (["containerd", "-c", "/a/c.toml", "--log-level", "debug"], "/a/c.toml"),
-    (["containerd", "--config=/a/c.toml"], "/a/c.toml"),
-    (["containerd", "--config", "/a/c.toml", "config", "dump"], None),  # our own dump, not a daemon
-    (["containerd", "--version"], "/etc/containerd/config.toml"),
-    (["containerd-shim-runc-v2", "-namespace", "k8s.io"], None),
-    ([], None),
-])
-def test_daemon_config(argv, config):
-    assert running_view.daemon_config(argv) == config
-
-
-def test_process_start_time_of_this_process():
-    import time
-    started = running_view.process_start_time(os.getpid())
-    assert time.time() - 3600 * 24 < started <= time.time() + 1
-
-
-def test_crictl_view_of_1_6_and_2_x_shapes():
-    # shapes of `crictl info` measured on 1.6.20 (no enableCDI) and 2.1.9
-    v16 = {"config": {"containerd": {"defaultRuntimeName": "runc", "runtimes": {
-        "runc": {"runtimeType": "io.containerd.runc.v2", "options": None},
-        "nvidia": {"runtimeType": "io.containerd.runc.v2", "options": {"BinaryName": "/usr/bin/nvidia-container-runtime"}}}}}}
-    view = running_view._crictl_view(v16)
-    assert view == {"runtimes": ["nvidia", "runc"], "default_runtime_name": "runc", "enable_cdi": None,
-                    "cdi_spec_dirs": None,
-                    "runtime_details": {"runc": {"runtime_type": "io.containerd.runc.v2", "binary_name": ""},
-                                        "nvidia": {"runtime_type": "io.containerd.runc.v2",
-                                                   "binary_name": "/usr/bin/nvidia-container-runtime"}}}
-    v21 = json.loads(json.dumps(v16))
-    v21["config"].update(enableCDI=True, cdiSpecDirs=["/etc/cdi", "/var/run/cdi"])
-    view = running_view._crictl_view(v21)
-    assert (view["enable_cdi"], view["cdi_spec_dirs"]) == (True, ["/etc/cdi", "/var/run/cdi"])
-    with pytest.raises(ValueError, match="no 'config' object"):
-        running_view._crictl_view({"status": {}})
-
-
-def test_crictl_missing_is_a_reason_not_an_error(tmp_path):
-    view, why = running_view.crictl_info(str(tmp_path / "crictl"), "unix:///nope.sock", 5)
-    assert view is None and why == "crictl not found (crictl_bin=%s)" % (tmp_path / "crictl")
-
-
-def test_running_view_without_crictl_or_daemon(tmp_path):
-    config = tmp_path / "config.toml"
-    config.write_text("version = 3\n")
-    view = running_view.running_view({"crictl_bin": str(tmp_path / "crictl")}, str(config), "version = 3\n", "", [str(config)], 5)
-    assert view["source"] == "none" and view["runtimes"] is None
-    assert view["config_newest_mtime"] == os.stat(str(config)).st_mtime
-    assert view["error"] == "crictl not found (crictl_bin=%s); no running containerd daemon uses %s" % (
-        tmp_path / "crictl", config)
-    assert view["endpoint"] == "unix:///run/containerd/containerd.sock"
 
 
 # --- gather() end to end, with small shell scripts standing in for containerd and crictl --------
@@ -271,20 +175,6 @@ def test_the_memory_limit_is_only_the_dumps(tmp_path):
     assert resource.getrlimit(resource.RLIMIT_DATA) == before
     after = node_commands.finish(node_commands.start(["/bin/sh", "-c", "ulimit -d"]), ["sh"], 10)[1]
     assert after != "131072\n"
-
-
-@pytest.mark.parametrize("max_memory, message", [
-    (64 << 20, "cannot start /x/containerd within max_memory_mb=64: out of memory"),
-    (None, "cannot start /x/containerd: out of memory"),
-])
-def test_a_process_that_cannot_start_for_memory_fails_clearly(monkeypatch, max_memory, message):
-    def no_memory(*args, **kwargs):
-        raise MemoryError()
-    monkeypatch.setattr(node_commands.subprocess, "Popen", no_memory)
-    before = resource.getrlimit(resource.RLIMIT_DATA)
-    with pytest.raises(gather.GatherError, match=re.escape(message)):
-        node_commands.start(["/x/containerd", "config", "dump"], max_memory)
-    assert resource.getrlimit(resource.RLIMIT_DATA) == before
 
 
 def test_only_the_version_runs_without_go_collections(tmp_path, monkeypatch):

@@ -1,4 +1,5 @@
-"""Node side of remediation: cutting the imports array, glob matching, staging and the write with rollback."""
+"""Node side of remediation (module_utils/_node_remediation): the normalised dump hash, the gather for a plan,
+staging and the write with rollback."""
 import glob
 import hashlib
 import os
@@ -6,39 +7,7 @@ import tempfile
 
 import pytest
 
-from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _node_config_text as cc
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _node_remediation as cf
-from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _host_paths as host_paths
-
-
-@pytest.mark.parametrize("text, expected", [
-    ('version = 2\nimports = ["/a/*.toml"]\nroot = "/r"\n', 'version = 2\nroot = "/r"\n'),
-    ("version = 4\nimports = ['/a/*.toml', '/b']\n[x]\n", "version = 4\n[x]\n"),
-    ('imports = [\n  "/a/*.toml", # first\n  # a comment with ] in it\n  "/b",\n]  # trailing\nversion = 2\n', "version = 2\n"),
-    ('version = 2\n[plugins.x]\nimports = ["kept"]\n', 'version = 2\n[plugins.x]\nimports = ["kept"]\n'),
-    ("version = 2\n", "version = 2\n"),
-])
-def test_without_top_level_array_cuts_only_the_top_level_assignment(text, expected):
-    assert cc.without_top_level_array(text, "imports") == expected
-
-
-@pytest.mark.parametrize("text", ['imports = ["/a"\nversion = 2\n', 'imports = ["/a"] ; version = 2\n'])
-def test_without_top_level_array_refuses_shapes_it_cannot_cut(text):
-    assert cc.without_top_level_array(text, "imports") is None
-
-
-@pytest.mark.parametrize("pattern, path, matches", [
-    ("/etc/containerd/conf.d/*.toml", "/etc/containerd/conf.d/zz-gpurt-nvidia.toml", True),
-    ("/etc/containerd/conf.d/*.toml", "/etc/containerd/conf.d/sub/x.toml", False),  # '*' never crosses '/'
-    ("/etc/containerd/conf.d/*", "/etc/containerd/conf.d/.hidden", True),  # Go matches dot-files
-    ("/etc/containerd/*/*.toml", "/etc/containerd/conf.d/a.toml", True),
-    ("/etc/containerd/conf.d/a?.toml", "/etc/containerd/conf.d/ab.toml", False),  # no '*': a literal path
-    ("/etc/containerd/conf.d/a.toml", "/etc/containerd/conf.d/a.toml", True),
-    ("/etc/containerd/conf.d/[^a]*.toml", "/etc/containerd/conf.d/b.toml", True),
-    ("/etc/containerd/conf.d/[^a]*.toml", "/etc/containerd/conf.d/a.toml", False),
-])
-def test_glob_matches_path_reads_entries_as_containerd_does(pattern, path, matches):
-    assert host_paths.glob_matches_path(pattern, path) is matches
 
 
 def test_the_normalised_dump_hash_ignores_only_the_imports_line():

@@ -3,12 +3,16 @@ on the shapes of real projects (tests/fixtures/shapes) laid out under a node roo
 import os
 import shutil
 import subprocess
+import tempfile
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _ownership as own
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _systemd_units as units
 from tests.lib import shapes
+from tests.lib.host_roots import FILES, NAME, machine, spelled
 
 MOUNTINFO = """\
 22 27 0:21 / /proc rw,relatime - proc proc rw
@@ -197,3 +201,39 @@ def test_the_immutable_attribute_is_read_with_the_ioctl(tmp_path):
 def test_paths_map_between_the_node_and_its_root():
     assert own.node_path("/", "/etc/x") == "/etc/x" and own.node_path("/r/n", "/etc/x") == "/r/n/etc/x"
     assert own.unrooted("/r/n", "/r/n/etc/x") == "/etc/x" and own.unrooted("/r/n", "/r/nn/etc") == "/r/nn/etc"
+
+
+# --- the evidence is read under the host root once (issue 37) ---------------------------------
+
+@FILES
+@given(st.lists(NAME, min_size=1, max_size=2), st.sampled_from(["node", "prefixed"]),
+       st.sampled_from(["node", "prefixed"]))
+def test_units_their_environment_file_and_the_config_they_start_are_read_under_the_root_once(parts, env_form,
+                                                                                             config_form):
+    base = tempfile.mkdtemp(prefix="hr", dir="/tmp")
+    try:
+        root = os.path.join(base, *parts)
+        config_node = "/etc/containerd/config.toml"
+        files = {
+            "/etc/os-release": 'ID=testos\nNAME="Test OS"\n',
+            "/etc/default/containerd": "CONFIG=%s\n" % spelled(root, config_node, config_form),
+            config_node: "version = 3\n",
+            "/etc/systemd/system/containerd.service": "[Service]\nEnvironmentFile=%s\n"
+                                                      "ExecStart=/usr/bin/containerd --config ${CONFIG}\n"
+                                                      % spelled(root, "/etc/default/containerd", env_form),
+        }
+        for node_path, text in files.items():
+            path = machine(root, node_path)
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(path, "w") as handle:
+                handle.write(text)
+        config = machine(root, config_node)
+        found = own.gather([config], root=root, mountinfo="")
+        assert found["os_release"]["ID"] == "testos"
+        [service] = found["services"]
+        assert service["environment"].get("CONFIG") == spelled(root, config_node, config_form), service
+        [step] = service["commands"]
+        assert step["config"] == config_node  # the node's path, whichever spelling the unit used
+        assert found["files"][config]["node_path"] == config_node
+    finally:
+        shutil.rmtree(base, ignore_errors=True)

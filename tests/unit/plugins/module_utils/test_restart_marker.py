@@ -2,13 +2,18 @@
 restart_pending check (also where no running view exists), the role's pending restart, the summary."""
 import json
 import os
+import shutil
+import tempfile
 
 import pytest
+from hypothesis import assume, given
+from hypothesis import strategies as st
 
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _restart_marker as marker
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _checks as checks
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils._remediation import restart
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils._report import model
+from tests.lib.host_roots import FILES, NAME, NODE_PATHS, machine, spelled, under
 
 
 def params(root, state_dir=None):
@@ -128,3 +133,22 @@ def test_the_marker_is_json_a_person_can_read(tmp_path):
     with open(marker.write(p, main, ["/a"], now=0)) as handle:
         doc = json.load(handle)
     assert doc["config_path"] == main and doc["time"] == "1970-01-01T00:00:00Z" and "restart" in doc["why"]
+
+
+# --- the marker is written and read under the host root once (issue 37) -----------------------
+
+@FILES
+@given(st.lists(NAME, min_size=1, max_size=2), NODE_PATHS, st.sampled_from(["node", "prefixed"]))
+def test_the_restart_marker_is_written_and_read_under_the_root_once(parts, state_dir, form):
+    base = tempfile.mkdtemp(prefix="hr", dir="/tmp")
+    try:
+        root = os.path.join(base, *parts)
+        assume(not under(root, state_dir))
+        config = machine(root, "/etc/containerd/config.toml")
+        params = {"host_root": root, "state_dir": spelled(root, state_dir, form)}
+        where = marker.write(params, config, [machine(root, "/etc/containerd/conf.d/zz-gpurt-nvidia.toml")])
+        assert where == machine(root, state_dir + "/restart-pending.json") and os.path.isfile(where)
+        assert marker.read(params, config)["path"] == where
+        assert marker.read({"host_root": root, "state_dir": state_dir}, config)["path"] == where
+    finally:
+        shutil.rmtree(base, ignore_errors=True)

@@ -1,10 +1,12 @@
-"""_checks/daemon.py: whether containerd starts with the config and serves CRI (config_refused), what its
-default runtime puts at stake (default_runtime_blast_radius), and whether the running daemon has what the
-config loads (restart_pending). cri_plugin_disabled: test_cri_disabled_and_load_warnings.py."""
+"""_checks/daemon.py: whether containerd starts with the config and serves CRI (config_refused,
+cri_plugin_disabled), what its default runtime puts at stake (default_runtime_blast_radius), and whether the
+running daemon has what the config loads (restart_pending)."""
 import pytest
 
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _checks as checks
-from tests.lib.check_inputs import ctx, file_entry, ids, loaded, rc, run
+from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _parse_gathered as parse_gathered
+from tests.lib.check_inputs import (DOCKER, DUMP_21, V2, ctx, file_entry, findings_of, gathered_with, ids, loaded, rc,
+                                    run)
 
 
 class TestDefaultRuntime(object):
@@ -136,3 +138,31 @@ class TestRestartPendingByNodeStatus(object):
         running = {"source": "crictl", "runtimes": ["nvidia", "runc"], "endpoint": "unix:///s"}
         out = run("restart_pending", ctx(self.gathered(running=running), node_reported=self.reported(["runc"])))
         assert out == []
+
+
+# --- cri_plugin_disabled ---------------------------------------------------------------------
+
+def test_dockers_file_on_21_is_an_error_naming_the_file_and_key():
+    (item,) = findings_of(
+        gathered_with([("/etc/containerd/config.toml", "main", DOCKER)], DUMP_21), "cri_plugin_disabled"
+    )
+    assert item["severity"] == "error" and item["subject"] == V2
+    assert '/etc/containerd/config.toml sets disabled_plugins = ["cri"]' in item["message"]
+    assert "the dump still lists runtimes (runc)" in item["message"]
+    assert item["fix"].startswith('remove "cri" from disabled_plugins in /etc/containerd/config.toml')
+    assert item["evidence"]["key"] == "disabled_plugins"
+    assert item["evidence"]["files"] == [{"file": "/etc/containerd/config.toml", "names": ["cri"]}]
+
+
+def test_a_bare_dump_still_names_the_key():
+    out, _ran, _skipped = checks.check_node("n1", {"loaded": parse_gathered.summarize_dump(DUMP_21)}, [], {})
+    (item,) = [f for f in out if f["check"] == "cri_plugin_disabled"]
+    assert "the loaded config sets disabled_plugins = [\"io.containerd.grpc.v1.cri\"]" in item["message"]
+
+
+def test_other_disabled_plugins_are_no_finding():
+    dump = DUMP_21.replace("io.containerd.grpc.v1.cri']", "io.containerd.internal.v1.tracing']")
+    text = 'version = 3\ndisabled_plugins = ["io.containerd.internal.v1.tracing"]\n'
+    assert (
+        findings_of(gathered_with([("/etc/containerd/config.toml", "main", text)], dump), "cri_plugin_disabled") == []
+    )

@@ -122,3 +122,32 @@ def test_migration_replacement_by_release():
     assert shapes.replaced_by(2, 4, 3) == {}
     assert shapes.replaced_by(1, 2, 7) == {}
     assert "2.3+" in shapes.ignored_plugin_reason(2, 4, V2, 3)
+
+
+# --- which plugin names disable CRI (cri_plugin_disabled reads it) ------------------------------
+
+def test_cri_disabling_names_by_major():
+    everything = [
+        "cri",
+        V2,
+        "io.containerd.cri.v1.runtime",
+        "io.containerd.cri.v1.images",
+        "io.containerd.internal.v1.tracing",
+    ]
+    assert shapes.cri_disabled_by(everything, (), 1)[0] == ["cri", V2]  # 1.x has no io.containerd.cri.v1.*
+    assert shapes.cri_disabled_by(everything, (), 2)[0] == everything[:4]
+    assert shapes.cri_disabled_by(everything, (), None)[0] == everything[:4]
+    assert shapes.cri_disabled_by(["io.containerd.internal.v1.tracing"], (), 2) == ([], [])
+
+
+def test_a_version_1_files_cri_is_the_uri_2x_dumps():
+    # 2.1.9 dumps Docker's disabled_plugins = ["cri"] as ['io.containerd.grpc.v1.cri']
+    names, files = shapes.cri_disabled_by(
+        [V2],
+        [
+            ("/etc/containerd/config.toml", ["cri"]),
+            ("/etc/containerd/conf.d/a.toml", ["io.containerd.internal.v1.tracing"]),
+        ],
+        2,
+    )
+    assert names == [V2] and files == [("/etc/containerd/config.toml", ["cri"])]

@@ -1,9 +1,13 @@
 """_parse_gathered.py: a dump the node sent is summarized or refused with DumpError, never another
-exception."""
+exception; a refused config has no load warnings."""
 import pytest
 
+from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _config_shapes as shapes
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _parse_gathered as parse_gathered
+from tests.lib.containerd_stderr import ignored
 from tests.lib.dumps import dump_text
+
+V2 = shapes.CRI_PLUGIN_V2
 
 
 @pytest.mark.parametrize("text, message", [
@@ -28,3 +32,10 @@ def test_truncated_dump_is_an_error():
     cut = text.index("runtimes.nvidia]") + 5
     with pytest.raises(parse_gathered.DumpError):
         parse_gathered.summarize_dump(text[:cut])
+
+
+def test_a_refused_config_has_no_load_warnings():
+    result = parse_gathered.parse_gathered(
+        {"dump": None, "refused": {"cause": "x"}, "files": [], "dump_warnings": [ignored("x", V2)]}
+    )
+    assert result["load_warnings"] == []
