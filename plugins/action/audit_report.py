@@ -168,7 +168,8 @@ class ActionModule(ActionBase):
                                  coverage={"nodes_listed": False, "why": "coverage unknown: the slices were not merged"},
                                  extra={"runtimeclass_coverage": None,
                                         "slices": {"expected": args["expected_slices"], "merged": []}})
-            return self._finish(args, built, result, task_vars)
+            # no fleet view: no Node to label on it
+            return dict(self._finish(args, built, result, task_vars), cluster_nodes=None)
         settings = merged["settings"]
         entries = merged["entries"]
         failures = run_failures({"mode": "hosts", "runtimeclasses": merged["runtimeclasses"],
@@ -178,7 +179,9 @@ class ActionModule(ActionBase):
                              notes=audit.runtimeclass_notes(merged["runtimeclass_coverage"]),
                              extra={"runtimeclass_coverage": merged["runtimeclass_coverage"],
                                     "slices": {"expected": args["expected_slices"], "merged": merged["ids"]}})
-        return self._finish(args, built, result, task_vars)
+        # The Nodes as the slices listed them (each as the slice that judged it did): the labeling's input, as the
+        # unsliced run's list is its (playbooks/plays/label_nodes.yml).
+        return dict(self._finish(args, built, result, task_vars), cluster_nodes=merged["nodes"])
 
     @staticmethod
     def _cluster_entries(args):

@@ -40,7 +40,7 @@ description:
   - O(mode=merge) merges the reports of the slices (the C(gpurt_audit_slice_*) variables of the run, which an
     AWX workflow sets from the slices' artifacts, and O(slice_reports)) into the report one run over all their
     hosts gives; it refuses, naming why, a slice missing (fewer than O(expected_slices)), a slice or a host given
-    twice, and slices that listed different RuntimeClasses or judged with different settings.
+    twice, and slices that listed different RuntimeClasses or different Nodes or judged with different settings.
   - Runs on the controller only (action plugin).
 version_added: 0.1.0
 author:
@@ -267,6 +267,14 @@ artifact_key:
   returned: in O(mode=hosts)
   type: str
   sample: gpurt_audit_slice_4711
+cluster_nodes:
+  description:
+    - The cluster's Nodes as the slices listed them, each as the slice that judged it did (O(mode=merge)); null when
+      the slices did not list Nodes or were not merged.
+    - The input of the verified labels, as M(gpurt.runtime_gate.runtimeclass_info)'s C(nodes) is in an unsliced run.
+  returned: in O(mode=merge)
+  type: list
+  elements: dict
 judged:
   description: Whether anything was judged (false in O(mode=dump) or O(mode=bootstrap) without a result).
   returned: always

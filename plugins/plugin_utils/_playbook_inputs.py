@@ -22,7 +22,7 @@ INTERNAL = frozenset((
     "gpurt_crosscheck", "gpurt_bootstrap", "gpurt_bootstrap_root", "gpurt_bootstrap_rendered",
     "gpurt_bootstrap_loaded", "gpurt_bootstrap_check", "gpurt_gate_nodes", "gpurt_live_runtimeclasses",
     "gpurt_runtimeclass_gate", "gpurt_reaudit_result", "gpurt_audit_failing", "gpurt_audit_judged_on",
-    "gpurt_audit_run_failures",
+    "gpurt_audit_run_failures", "gpurt_label_failures",
 ))
 # The top-level key of an audit run's set_stats artifact is this prefix and the run's id (AWX merges the
 # artifacts of a workflow node's parents, every slice of a sliced job, by top-level key): fleet_verdict.yml

@@ -6,9 +6,11 @@ fleet verdict (playbooks/fleet_verdict.yml) that one run over all their hosts wo
 Ansible, no I/O.
 
 A slice judges the per-node checks alone; the fleet-wide verdicts (node_drift across a group, the
-coverage of the cluster's Nodes, each RuntimeClass's coverage) it leaves "judged at merge". The merge
-refuses, naming them, a slice missing, a slice given twice, a host in two slices, and slices that
-listed different RuntimeClasses or judged with different settings: the fleet verdict is then unknown."""
+coverage of the cluster's Nodes, each RuntimeClass's coverage) it leaves "judged at merge", and it writes
+no verified label (two hosts of two slices may name one Node): the merge hands the fleet verdict the Nodes
+as the slices listed them, to label as one run would. The merge refuses, naming them, a slice missing, a
+slice given twice, a host in two slices, and slices that listed different RuntimeClasses or Nodes or
+judged with different settings: the fleet verdict is then unknown."""
 
 import json
 
@@ -18,11 +20,13 @@ from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils._playbook_input
 JUDGED_AT_MERGE = "judged at merge (gpurt.runtime_gate.fleet_verdict), from every slice"
 FLEET_CHECKS = ("node_drift", "coverage", "runtimeclass_coverage")
 SLICE_NOTE = ("this run is one slice of a sliced audit: node_drift, the coverage of the cluster's Nodes and of "
-              "each RuntimeClass are judged at merge (gpurt.runtime_gate.fleet_verdict)")
+              "each RuntimeClass are judged at merge (gpurt.runtime_gate.fleet_verdict), which also writes the "
+              "verified labels (gpurt_label_nodes)")
 # What the merged report carries of the slices' own publication (not part of the verdict).
 SLICE_KEYS = ("slice", "slices")
-# The keys of a listed Node that the merge reads: its name, what selects it, and what its kubelet reports.
-_NODE_KEYS = ("name", "labels", "taints", "runtime_handlers")
+# The keys of a listed Node that the merge reads: its name, what selects it, what its kubelet reports, and
+# what pins a label write to the object judged (plugin_utils/_node_labels.plan).
+_NODE_KEYS = ("name", "labels", "taints", "runtime_handlers", "uid", "labels_checked_at", "verified_label_managers")
 _CLASS_KEYS = ("name", "handler", "node_selector", "tolerations", "overhead", "uid")
 
 
@@ -100,20 +104,31 @@ def _differences(sections, key, what):
         "slice(s) %s: %s" % (", ".join(ids), value) for value, ids in sorted(seen.items(), key=lambda i: i[1])))]
 
 
-def _class_differences(sections):
-    sets = dict((s["id"], set(_class_set(s))) for s in sections)
+def _set_differences(sets, what, name_of):
+    """A problem when the slices' sets ({slice id: set}) differ, naming what each slice lacks."""
     union = set()
-    for classes in sets.values():
-        union |= classes
-    if all(classes == union for classes in sets.values()):
-        return []
+    for items in sets.values():
+        union |= items
     parts = []
     for sid in sorted(sets):
-        lacks = sorted(json.loads(item)["name"] for item in union - sets[sid])
+        lacks = sorted(name_of(item) for item in union - sets[sid])
         if lacks:
             parts.append("slice %s lacks %s" % (sid, ", ".join("%s (as another slice listed it)" % n for n in lacks)))
-    return ["the slices listed different RuntimeClass sets, so they did not see one cluster (or it changed "
-            "between them): %s; run the sliced audit again" % "; ".join(parts)]
+    if not parts:
+        return []
+    return ["the slices listed different %s sets, so they did not see one cluster (or it changed between them): "
+            "%s; run the sliced audit again" % (what, "; ".join(parts))]
+
+
+def _class_differences(sections):
+    return _set_differences(dict((s["id"], set(_class_set(s))) for s in sections), "RuntimeClass",
+                            lambda item: json.loads(item)["name"])
+
+
+def _node_differences(sections):
+    """The slices that listed the cluster's Nodes must have listed the same Node names."""
+    return _set_differences(dict((s["id"], set(n["name"] for n in s["nodes"])) for s in sections
+                                 if s.get("nodes") is not None), "Node", lambda name: name)
 
 
 def judged_at_merge(entries, fail_on):
@@ -162,6 +177,7 @@ def merge(artifacts, expected):
     only = [section for _artifact, section in sections]
     if only:
         problems.extend(_class_differences(only))
+        problems.extend(_node_differences(only))
         problems.extend(_differences(only, "settings", "the judging settings (gpurt_fail_on, gpurt_skip_checks, "
                                      "gpurt_allow_no_runtimeclasses)"))
         listed = [s for s in only if s.get("nodes") is not None]
@@ -196,6 +212,7 @@ def _merged(sections):
     settings = first["settings"]
     fail_on = settings.get("fail_on") or "error"
     entries, groups, run_nodes, labels, inventory, nodes = [], {}, {}, {}, set(), None
+    judged = {}  # each Node as the slice that judged it listed it (its uid and labels pin a label write)
     for artifact, section in sorted(sections, key=lambda pair: pair[1]["id"]):
         for host in sorted(artifact["nodes"]):
             entries.append(_fresh_entry(artifact["nodes"][host], fail_on))
@@ -207,8 +224,10 @@ def _merged(sections):
                 labels[run_nodes[host]] = item["labels"]
         inventory.update(section.get("inventory_nodes") or [])
         if section.get("nodes") is not None:
-            nodes = dict((n["name"], n) for n in section["nodes"])  # the slices listed one cluster
-    node_list = None if nodes is None else [nodes[n] for n in sorted(nodes)]
+            own = dict((n["name"], n) for n in section["nodes"])
+            nodes = nodes or own  # the slices listed one cluster (one set of Nodes)
+            judged.update((run_nodes[h], own[run_nodes[h]]) for h in section["hosts"] if run_nodes[h] in own)
+    node_list = None if nodes is None else [judged.get(n, nodes[n]) for n in sorted(nodes)]
     entries = audit.add_drift(entries, dict((g, sorted(m)) for g, m in groups.items()), fail_on,
                               settings.get("skip_checks"))
     listed = None if node_list is None else [n["name"] for n in node_list]

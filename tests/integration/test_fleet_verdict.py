@@ -166,6 +166,65 @@ def test_fleet_verdict_from_the_workflow_artifacts_equals_the_unsliced_run(fleet
     assert "2 node(s) fail the runtime gate: h4, h8" in " ".join(out.split())
 
 
+def refused(tmp_path, artifacts):
+    """fleet_verdict on ARTIFACTS, which it must refuse: (its report, its output)."""
+    run, _artifacts, out = runner(tmp_path / "job", "fleet_verdict.yml", dict(
+        artifacts, gpurt_slices_expected=SLICES, gpurt_report_dir=str(tmp_path / "reports")))
+    merged = report_of(tmp_path / "reports")
+    assert run.rc == 2, out[-4000:]
+    assert merged["outcome"] == "failed" and merged["nodes"] == {}
+    assert merged["coverage"] == {"nodes_listed": False, "why": "coverage unknown: the slices were not merged"}
+    return merged, out
+
+
+def test_a_slice_whose_hosts_were_all_unreachable_fails_the_verdict_as_the_unsliced_run(fleet, tmp_path):
+    """Slice 4's hosts were unreachable: one run over all hosts tried them once more and ended 4,
+    ansible-playbook's code for a host it cannot reach; the fleet verdict, which reaches no node, fails with the
+    same node lines, names them unreachable and ends 2 (docs/awx.md maps the codes; AWX sees a failed job
+    either way)."""
+    whole_run, _artifacts, whole_out, whole = fleet["whole"]
+    assert whole_run.rc == 4 and whole_run.status == "failed"
+    assert fleet["slices"][3][0].rc == 4  # the slice job itself ends as the unsliced run does
+    artifacts = {}
+    for s in fleet["slices"]:
+        artifacts.update(s[1])
+    run, _artifacts, out = runner(tmp_path / "job", "fleet_verdict.yml", dict(artifacts, gpurt_slices_expected=SLICES))
+    assert (run.rc, run.status) == (2, "failed"), out[-4000:]
+    flat = " ".join(out.split())
+    for host in ("h4", "h8"):
+        line = "%s: NOT CHECKED (unreachable: Task failed: Failed to connect to the host via ssh" % host
+        assert line in " ".join(whole_out.split()) and line in flat
+    assert ("unreachable when their slice gathered them, so NOT CHECKED: h4, h8 (one run over all hosts tries "
+            "them once more and ends with ansible-playbook's code 4 when they still are unreachable; this run "
+            "reaches no node and ends 2)") in flat, flat[-3000:]
+    with open(os.path.join(ansible_run.REPO, "docs", "awx.md")) as handle:
+        [mapping] = [line for line in handle.read().splitlines()
+                     if line.startswith("| a node its slice could not reach |")]
+    assert "| 4 |" in mapping and "| 2 |" in mapping
+
+
+def test_slices_that_listed_different_node_sets_are_refused_naming_them(fleet, private_cluster, tmp_path):
+    """A Node joined the cluster after slices 1-3 listed it and before slice 4 did: the coverage of the
+    cluster is unknown, never OK."""
+    artifacts = {}
+    with on_cluster(private_cluster) as api:
+        for k in range(1, SLICES + 1):
+            if k == SLICES:
+                api.node("h9", labels={"pool": "gpu"}, cpu="4")
+            hosts = ORDER[k - 1::SLICES]
+            artifacts.update(runner(tmp_path / ("job%d" % k), "audit.yml",
+                                    dict(fleet["kube"], gpurt_slice=True, awx_job_id=4700 + k),
+                                    inventory(str(tmp_path / ("slice%d.json" % k)), fleet["vars"], hosts),
+                                    check=True)[1])
+        api.core.delete_node("h9")
+    merged, out = refused(tmp_path, artifacts)
+    assert "the slices listed different Node sets" in " ".join(out.split())
+    assert merged["run_failures"] == [
+        "the slices cannot be merged: the slices listed different Node sets, so they did not see one cluster (or it "
+        "changed between them): slice 4701 lacks h9 (as another slice listed it); slice 4702 lacks h9 (as another "
+        "slice listed it); slice 4703 lacks h9 (as another slice listed it); run the sliced audit again"]
+
+
 def documented(pattern):
     """The blocks of docs/awx.md's section on sliced audits whose text matches PATTERN."""
     with open(os.path.join(ansible_run.REPO, "docs", "awx.md")) as handle:
@@ -235,12 +294,7 @@ def test_a_missing_slice_is_refused_and_the_coverage_is_unknown(fleet, tmp_path)
     artifacts = {}
     for s in fleet["slices"][:2] + fleet["slices"][3:]:
         artifacts.update(s[1])
-    run, _artifacts, out = runner(tmp_path / "job", "fleet_verdict.yml", dict(
-        artifacts, gpurt_slices_expected=SLICES, gpurt_report_dir=str(tmp_path / "reports")))
-    merged = report_of(tmp_path / "reports")
-    assert run.rc == 2, out[-4000:]
-    assert merged["outcome"] == "failed" and merged["nodes"] == {}
-    assert merged["coverage"] == {"nodes_listed": False, "why": "coverage unknown: the slices were not merged"}
+    merged, out = refused(tmp_path, artifacts)
     assert merged["run_failures"] == [
         "the slices cannot be merged: expected 4 slice(s), got 3 (4701, 4702, 4704): 1 slice(s) missing (a slice job "
         "that failed before it published, or was not run); the cluster's Nodes no slice judged: h3, h7"]

@@ -39,22 +39,23 @@ def entry(host):
     return out
 
 
-def run_report(hosts, sid, sliced, runtimeclasses=None, settings=None, outside=()):
+def run_report(hosts, sid, sliced, runtimeclasses=None, settings=None, outside=(), nodes=None):
     """A run's report as the audit_report action builds it (audit.yml), sliced or not; outside: the inventory's
-    hosts a --limit left out of the run."""
+    hosts a --limit left out of the run; nodes: the Nodes it listed (default NODES)."""
+    nodes = NODES if nodes is None else nodes
     runtimeclasses = RUNTIMECLASSES if runtimeclasses is None else runtimeclasses
     settings = SETTINGS if settings is None else settings
     entries = [entry(h) for h in hosts]
     groups = dict((g, [h for h in members if h in hosts]) for g, members in GROUPS.items())
-    seen = report.coverage(dict((h, h) for h in hosts), [n["name"] for n in NODES], list(outside))
+    seen = report.coverage(dict((h, h) for h in hosts), [n["name"] for n in nodes], list(outside))
     publication = slices.publication(sid, sliced, dict((h, {"node_name": h, "labels": None}) for h in hosts),
-                                     groups, seen["nodes_not_checked_in_inventory"], runtimeclasses, NODES, settings)
+                                     groups, seen["nodes_not_checked_in_inventory"], runtimeclasses, nodes, settings)
     if sliced:
         slices.judged_at_merge(entries, settings["fail_on"])
         return report.build(entries, settings["fail_on"], "hosts", runtimeclasses,
                             extra={"slice": publication, "runtimeclass_coverage": None}, notes=[slices.SLICE_NOTE])
     entries = audit.add_drift(entries, groups, settings["fail_on"], settings["skip_checks"])
-    classes = audit.runtimeclass_coverage(runtimeclasses, entries, NODES)
+    classes = audit.runtimeclass_coverage(runtimeclasses, entries, nodes)
     return report.build(entries, settings["fail_on"], "hosts", runtimeclasses,
                         coverage=seen,
                         extra={"slice": publication, "runtimeclass_coverage": classes},
@@ -115,14 +116,41 @@ def test_a_missing_slice_is_refused_naming_the_nodes_no_slice_judged():
     assert "the cluster's Nodes no slice judged: g3" in problem  # hosts[2::4] of the inventory's list
 
 
-def test_slices_that_listed_different_runtimeclasses_are_refused():
+def halves_refused(**second):
+    """The problems of merging two slices of the fleet, the second one's report built with SECOND."""
     hosts = list(FLEET)
-    parts = [("a", run_report(hosts[0::2], "1", True)), ("b", run_report(hosts[1::2], "2", True, RUNTIMECLASSES[:1]))]
+    parts = [("a", run_report(hosts[0::2], "1", True)), ("b", run_report(hosts[1::2], "2", True, **second))]
     with pytest.raises(slices.MergeError) as caught:
         slices.merge(parts, 2)
-    assert caught.value.problems == [
+    return caught.value.problems
+
+
+def test_slices_that_listed_different_runtimeclasses_are_refused():
+    assert halves_refused(runtimeclasses=RUNTIMECLASSES[:1]) == [
         "the slices listed different RuntimeClass sets, so they did not see one cluster (or it changed between "
         "them): slice 2 lacks kata (as another slice listed it); run the sliced audit again"]
+
+
+def test_slices_that_listed_different_node_sets_are_refused_naming_them():
+    """A Node added (or deleted) between two slices' lists: the coverage of the cluster is unknown, never OK."""
+    grown = NODES + [{"name": "n9", "labels": {"pool": "gpu"}, "taints": [], "runtime_handlers": None}]
+    assert halves_refused(nodes=grown) == [
+        "the slices listed different Node sets, so they did not see one cluster (or it changed between them): "
+        "slice 1 lacks n9 (as another slice listed it); run the sliced audit again"]
+
+
+def test_the_merge_hands_each_node_as_the_slice_that_judged_it_listed_it():
+    """The labels' input: each Node's uid, labels and runtime handlers from the slice whose host judged it."""
+    hosts = list(FLEET)
+
+    def listed(sid):
+        return [dict(n, uid="%s-%s" % (n["name"], sid), labels_checked_at=None, verified_label_managers={})
+                for n in NODES]
+    parts = [("s%d" % k, run_report(hosts[k - 1::2], str(k), True, nodes=listed(k))) for k in (1, 2)]
+    merged = slices.merge(parts, 2)
+    judged_by = dict((h, str(k)) for k in (1, 2) for h in hosts[k - 1::2])
+    assert [(n["name"], n["uid"]) for n in merged["nodes"]] == sorted(
+        (h, "%s-%s" % (h, judged_by[h])) for h in hosts)
 
 
 def test_a_host_in_two_slices_a_slice_twice_and_what_is_no_report_are_refused():
@@ -138,13 +166,8 @@ def test_a_host_in_two_slices_a_slice_twice_and_what_is_no_report_are_refused():
 
 
 def test_slices_judged_with_different_settings_are_refused():
-    hosts = list(FLEET)
-    other = dict(SETTINGS, fail_on="error")
-    parts = [("a", run_report(hosts[0::2], "1", True)), ("b", run_report(hosts[1::2], "2", True, settings=other))]
-    with pytest.raises(slices.MergeError) as caught:
-        slices.merge(parts, 2)
-    assert len(caught.value.problems) == 1 and caught.value.problems[0].startswith(
-        "the slices disagree about the judging settings")
+    problems = halves_refused(settings=dict(SETTINGS, fail_on="error"))
+    assert len(problems) == 1 and problems[0].startswith("the slices disagree about the judging settings")
 
 
 def test_a_slice_needs_an_id_of_its_own():
