@@ -91,7 +91,7 @@ class ActionModule(ActionBase):
                 except AnsibleError:
                     values[name] = "unresolved"  # reported by name by _untemplatable; assume it is set
         needed = controller_requirements.needed_packages(playbook, values)
-        return controller_requirements.missing_packages(needed, controller_requirements.importable, sys.executable)
+        return controller_requirements.missing_packages(needed, controller_requirements.present, sys.executable)
 
     def _untemplatable(self, spec, task_vars):
         """An error naming each variable the playbook reads (by name or alias) whose value cannot be

@@ -8,11 +8,6 @@ import ipaddress
 
 from urllib.parse import unquote, urlsplit, urlunsplit
 
-try:
-    import urllib3
-except ImportError:
-    pass  # client.HAS_KUBERNETES says so before a proxy is set
-
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils._k8s.errors import KubeError
 
 
@@ -91,4 +86,5 @@ def set_proxy(configuration, auth, secrets):
     url, userinfo = split_proxy(proxy)
     configuration.proxy = url
     if userinfo:
+        import urllib3  # here, not at the top: a process that only asks bypasses_proxy never loads it
         configuration.proxy_headers = urllib3.make_headers(proxy_basic_auth=userinfo)
