@@ -76,35 +76,17 @@ class ActionModule(ActionBase):
         task_vars = task_vars or {}
         result = super(ActionModule, self).run(tmp, task_vars)
         host = task_vars.get("inventory_hostname", "node")
-        given = self._task.args
-        if given.get("role_vars"):
-            try:
-                given, args = self._from_role_vars(task_vars)
-            except role_inputs.RoleInputError as exc:
-                return self._refused(result, host, [str(exc)], "input")
-        else:
-            _validation, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
+        try:
+            given, args = self._arguments(task_vars)
+        except role_inputs.RoleInputError as exc:
+            return self._refused(result, host, [str(exc)], "input")
         if args.get("after_restart") is not None:
             return self._after_restart(result, host, task_vars, args)
-        if args["host_vars"]:  # the audit's per-node variables: the re-audit judges as the audit does
-            try:
-                args.update(node_options.from_host_vars(given, task_vars, self._templar))
-            except node_options.HostVarError as exc:
-                return self._refused(result, host, [str(exc)], "input")
         try:
-            opts = self._opts = remediation.validated_options(args)
+            opts = self._options(given, args, task_vars)
         except remediation.Refusal as exc:
             return self._refused(result, host, exc.reasons, "input")
-        self._dropin_dirs = remediation.dropin_dirs(opts)
-        wanted_binaries = [r.get("binary_name") for r in opts["runtimes"] if isinstance(r, dict) and r.get("binary_name")]
-
-        # The likeliest plan (the role's drop-ins, and the imports entry that loads them where none does) is
-        # staged in the gather's call; it stands for the plan's stage only when the plan is exactly that.
-        proposed = speculation.proposals(opts)
-        more = dict(self._evidence_args(), speculate=proposed, gather_staged=self._play_context.check_mode) \
-            if proposed else {}
-        gathered = self._node(task_vars, "gather", migrate=opts["migrate"], extra_paths=wanted_binaries, **more)
-        speculated = gathered.pop("speculated", None)
+        gathered, speculated, proposed = self._gather(task_vars, opts)
         if gathered.get("failed") or gathered.get("unreachable"):
             result.update(failed=True, step="gather", msg="%s: cannot gather the node's containerd config, nothing was "
                           "written: %s" % (host, gathered.get("msg", "gather failed")))
@@ -113,28 +95,68 @@ class ActionModule(ActionBase):
             the_plan = remediation.plan(gathered, opts)
         except remediation.Refusal as exc:
             return self._refused(result, host, exc.reasons, "plan", gathered)
+        self._report_plan(result, the_plan)
+        if the_plan["noop"]:
+            return self._nothing_to_write(result, host, gathered, the_plan)
+        return self._change(result, host, task_vars, gathered, the_plan, speculated, proposed)
+
+    def _arguments(self, task_vars):
+        """(the arguments given, validated): from the role's variables (role_vars=true), else the task's."""
+        if self._task.args.get("role_vars"):
+            return self._from_role_vars(task_vars)
+        _validation, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
+        return self._task.args, args
+
+    def _options(self, given, args, task_vars):
+        """The validated options, the host's audit variables taken in (host_vars): the re-audit judges as the
+        audit does. Refusal (every input problem) otherwise."""
+        if args["host_vars"]:
+            try:
+                args.update(node_options.from_host_vars(given, task_vars, self._templar))
+            except node_options.HostVarError as exc:
+                raise remediation.Refusal(str(exc))
+        opts = self._opts = remediation.validated_options(args)
+        self._dropin_dirs = remediation.dropin_dirs(opts)
+        return opts
+
+    def _gather(self, task_vars, opts):
+        """(the node's gather for a plan, what it speculated, the proposals it was given). The likeliest plan (the
+        role's drop-ins, and the imports entry that loads them where none does) is staged in the gather's call;
+        it stands for the plan's stage only when the plan is exactly that."""
+        wanted_binaries = [r.get("binary_name") for r in opts["runtimes"] if isinstance(r, dict) and r.get("binary_name")]
+        proposed = speculation.proposals(opts)
+        more = dict(self._evidence_args(), speculate=proposed, gather_staged=self._play_context.check_mode) \
+            if proposed else {}
+        gathered = self._node(task_vars, "gather", migrate=opts["migrate"], extra_paths=wanted_binaries, **more)
+        return gathered, gathered.pop("speculated", None), proposed
+
+    def _report_plan(self, result, the_plan):
+        """What every planned run reports: its notes and warnings, the hosts to drain, what 1.x pins."""
         result["disruptive"] = the_plan.get("disruptive") or []  # remediate.yml drains these hosts (gpurt_drain)
         result.update(containerd=the_plan["containerd"], notes=the_plan["notes"],
                       warnings=the_plan.get("warnings", []) + self._blast(the_plan))
         if the_plan.get("pinned"):
             result["pinned"] = the_plan["pinned"]  # 1.x: the CRI keys the role's drop-in copies, and from where
-        if the_plan["noop"]:
-            pending = remediation.restart_pending(gathered, the_plan["specs"], opts)
-            if pending:
-                check_mode = self._play_context.check_mode
-                result.update(restart_pending=pending, msg="nothing to write; %s: %s" % (
-                    "would restart containerd (check mode restarts nothing)" if check_mode else "restart pending",
-                    pending))
-                result["warnings"].append("%s: %s containerd: %s" % (host, "would restart" if check_mode
-                                                                     else "restarting", pending))
-                # The handler restarts and proves the runtimes the run wants; a proof removes the marker.
-                result["restart_proof"] = restart_proof.record(
-                    opts, dict((k, self._opts.get(k)) for k in _NODE_ARGS), the_plan, {})
-                result["restart_proof"]["node_args"]["dropin_dirs"] = self._dropin_dirs
-                # The marker stays in what the re-audit judges, in check mode too: only a proved restart removes
-                # it, and check mode proves none (the restart that is pending may fail again).
-            return self._done(result, gathered, changed=bool(pending))
 
+    def _nothing_to_write(self, result, host, gathered, the_plan):
+        """A no-op plan: nothing is written, but a restart still pending (the marker, the running view) is."""
+        pending = remediation.restart_pending(gathered, the_plan["specs"], self._opts)
+        if pending:
+            check_mode = self._play_context.check_mode
+            result.update(restart_pending=pending, msg="nothing to write; %s: %s" % (
+                "would restart containerd (check mode restarts nothing)" if check_mode else "restart pending",
+                pending))
+            result["warnings"].append("%s: %s containerd: %s" % (host, "would restart" if check_mode
+                                                                 else "restarting", pending))
+            # The handler restarts and proves the runtimes the run wants; a proof removes the marker.
+            self._record_restart_proof(result, the_plan, {})
+            # The marker stays in what the re-audit judges, in check mode too: only a proved restart removes
+            # it, and check mode proves none (the restart that is pending may fail again).
+        return self._done(result, gathered, changed=bool(pending))
+
+    def _change(self, result, host, task_vars, gathered, the_plan, speculated, proposed):
+        """A plan that writes: the planned files' ownership decided from the node's evidence and the files
+        staged, then proved and written."""
         # One node call reports who owns the planned files and stages them; a second stage follows only
         # when that evidence moves the plan (another drop-in dir, a generator's template).
         staged = speculation.matching_stage(the_plan, gathered, speculated, proposed) or \
@@ -151,10 +173,14 @@ class ActionModule(ActionBase):
         if staged.get("failed") or staged.get("stage_failed"):
             why = staged.get("stage_failed") or staged.get("msg")
             return self._refused(result, host, ["staging failed: %s" % why], "stage", gathered)
+        return self._prove_and_write(result, host, task_vars, gathered, the_plan, staged)
+
+    def _prove_and_write(self, result, host, task_vars, gathered, the_plan, staged):
+        """The staged load proved against the current one (the diff, the loaded changes); outside check mode,
+        the files written with the node's proof and rollback."""
         opts = self._opts
         inputs = the_plan.get("input_paths") or []
         files = the_plan["writes"] + the_plan["removes"]
-        check_mode = self._play_context.check_mode
         problems, changes = remediation.prove(the_plan, gathered, staged, opts["accept_changes"])
         result["diff"] = [dict(before_header=f["path"], after_header=f["path"], before=f["before"] or "",
                                after=f["content"] or "") for f in files] + [remediation.loaded_diff(changes)]
@@ -162,31 +188,39 @@ class ActionModule(ActionBase):
         result["files"] = [f["path"] for f in files]
         if problems:
             return self._refused(result, host, problems, "proof", gathered)
-        if check_mode:
+        if self._play_context.check_mode:
             return self._would_write(result, staged)
 
         written = self._node(task_vars, "write", files=_node_files(the_plan), expected_sha256=staged["normalized_sha256"],
                              import_patterns=the_plan["import_patterns"], backup_dir=opts["backup_dir"],
                              version_output=gathered.get("version_output"), input_paths=inputs)
         if written.get("failed"):
-            changed = written.get("changed_files") or []  # absent: the write failed before it touched a file
-            problems = written.get("restore_problems") or []
-            line = restart_proof.files_line(changed, written.get("put_back") or [], problems)
-            if problems and written.get("backup_dir"):
-                line += "; backups in %s" % written["backup_dir"]
-            result.update(failed=True, changed=bool(problems), step="write", restored=not problems,
-                          changed_files=changed, backup_dir=written.get("backup_dir"),
-                          msg="%s: %s; %s" % (host, written.get("msg"), line))
-            return result
-        result["restart_proof"] = restart_proof.record(
-            opts, dict((k, self._opts.get(k)) for k in _NODE_ARGS), the_plan, written)
-        result["restart_proof"]["node_args"]["dropin_dirs"] = self._dropin_dirs
+            return self._write_failed(result, host, written)
+        self._record_restart_proof(result, the_plan, written)
         if not opts["backup"] and written.get("backup_dir"):
             self._remove_backups(task_vars, written["backup_dir"])
             written["backup_dir"] = None
         result["backup_dir"] = written.get("backup_dir")
         result["msg"] = "wrote %s" % ", ".join(written.get("written") + ["removed " + p for p in written.get("removed")])
         return self._done(result, written, changed=True)
+
+    def _write_failed(self, result, host, written):
+        """The node's write failed: what it had changed, what it put back, and where the backups are."""
+        changed = written.get("changed_files") or []  # absent: the write failed before it touched a file
+        problems = written.get("restore_problems") or []
+        line = restart_proof.files_line(changed, written.get("put_back") or [], problems)
+        if problems and written.get("backup_dir"):
+            line += "; backups in %s" % written["backup_dir"]
+        result.update(failed=True, changed=bool(problems), step="write", restored=not problems,
+                      changed_files=changed, backup_dir=written.get("backup_dir"),
+                      msg="%s: %s; %s" % (host, written.get("msg"), line))
+        return result
+
+    def _record_restart_proof(self, result, the_plan, written):
+        """What the handler after the restart proves (restart_proof.record), with the node steps' arguments."""
+        result["restart_proof"] = restart_proof.record(
+            self._opts, dict((k, self._opts.get(k)) for k in _NODE_ARGS), the_plan, written)
+        result["restart_proof"]["node_args"]["dropin_dirs"] = self._dropin_dirs
 
     def _from_role_vars(self, task_vars):
         """(the arguments given, validated) from the role's variables (role_vars=true), the task's own

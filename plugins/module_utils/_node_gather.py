@@ -12,6 +12,7 @@ import re
 import stat
 
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _containerd_facts as containerd_facts
+from ansible_collections.gpurt.runtime_gate.plugins.module_utils._gathered import Gathered
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _host_paths as host_paths
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _node_config_text as node_config_text
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _node_fragment_load as fragment_load
@@ -183,8 +184,8 @@ def runtime_path_facts(texts, containerd_bin, shim_dirs=()):
 
 # --- the gather ---------------------------------------------------------------------------
 
-def gather(params, ran=None):
-    """What the checks need from a node. ran: what the caller already ran, so that no containerd
+def gather(params, ran=None) -> Gathered:
+    """What the checks need from a node (its keys: _gathered.Gathered). ran: what the caller already ran, so that no containerd
     command runs twice: ``version_output`` (what `containerd --version` printed) and ``dump``
     ((argv, rc, stdout, stderr) of a dump), used only when its argv is the one this gather runs."""
     timeout = params["timeout"]

@@ -22,6 +22,7 @@ from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _node_co
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _node_gather as node_gather
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _host_paths as host_paths
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _restart_marker as restart_marker
+from ansible_collections.gpurt.runtime_gate.plugins.module_utils._gathered import PlanGathered
 
 # The controller writes imports into the staged main config with this prefix; the node puts
 # its private staging directory in its place.
@@ -106,7 +107,7 @@ def _migration(binary, config_path, text, policy, default_version, timeout):
     return out
 
 
-def gather_for_plan(params):
+def gather_for_plan(params) -> PlanGathered:
     """The audit's gather plus: `config default`, the state of every file the plan may write,
     facts on the wanted BinaryNames, and containerd's migration of an old main file."""
     binary = commands.find_binary(params["containerd_bin"])

@@ -6,6 +6,7 @@
 import os
 
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _ownership as ownership
+from ansible_collections.gpurt.runtime_gate.plugins.module_utils._gathered import Gathered, JudgedGathered
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _config_shapes as config_shapes
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _fragment_carry as fragment_carry
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _loader_warnings as loader_warnings
@@ -105,7 +106,7 @@ def runtimes_tables(doc):
     return sorted(out)
 
 
-def parse_gathered(result):
+def parse_gathered(result: Gathered) -> JudgedGathered:
     """Add ``loaded`` (the dump) and ``files[*].parsed`` to a containerd_config_info result.
     A config containerd refused has no dump: ``loaded`` is None, and the files are still parsed."""
     doc = None

@@ -10,6 +10,7 @@ import os
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _containerd_facts as containerd_facts
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _node_config_text as cc
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _host_paths as host_paths
+from ansible_collections.gpurt.runtime_gate.plugins.module_utils._gathered import PlanGathered
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils._node_remediation import STAGE_PLACEHOLDER
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _config_shapes as shapes
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _toml_codec as toml_codec
@@ -19,6 +20,7 @@ from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils._remediation im
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils._remediation import dropins
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils._remediation.options import kubelet_systemd_cgroup, normalize_runtimes
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils._remediation.ownership import OWN_MARKER, header, is_own, own_name
+from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils._remediation.plan_shape import Plan
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils._remediation.refusal import Refusal
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils._remediation.toml_edit import edit_main, get_in, migrated_main, parse
 
@@ -31,7 +33,7 @@ def dump_plugin(major):
 class _Node(object):
     """What the plan reads of a gather result."""
 
-    def __init__(self, gathered, opts):
+    def __init__(self, gathered: PlanGathered, opts):
         self.gathered = gathered
         self.major = gathered["version_major"]
         self.minor = gathered["version_minor"]
@@ -111,14 +113,12 @@ def _specs(node, gathered, opts, notes):
     return specs
 
 
-def plan(gathered, opts):
-    """What to write on one node, or a no-op; Refusal when the node must not be touched."""
+def plan(gathered: PlanGathered, opts) -> Plan:
+    """What to write on one node, or a no-op (its keys: plan_shape.Plan, WritePlan); Refusal when the node
+    must not be touched."""
     node = _Node(gathered, opts)
     notes = []
-    main = node.files[0]
-    if gathered.get("config_exists") and main.get("content") is None:
-        raise Refusal("the main config %s cannot be read as text (%s); containerd may load it, but this role edits "
-                      "only what it can parse. Nothing was written." % (node.config_path, main.get("error")))
+    _refuse_unreadable_main(node)
     _refuse_without_cri(node)
     # What the closure fixes besides the runtimes, decided first: runc's SystemdCgroup after the run may
     # follow from it, and the runtimes' may follow runc's. Its notes come after the runtimes'.
@@ -127,27 +127,11 @@ def plan(gathered, opts):
     closing = closure.needed(node, gathered, [{"name": n} for n in names], opts, closure_notes)
     specs = _specs(node, gathered, opts, notes)
     cri = get_in(node.before, "plugins", node.plugin) or {}
-    loaded_names = set((get_in(cri, "containerd", "runtimes") or {}).keys())
     loaded_default = get_in(cri, "containerd", "default_runtime_name") or ""
     wanted_default = opts.get("default_runtime_name") or None
-    change_default = wanted_default is not None and wanted_default != loaded_default
-    if change_default:
-        if wanted_default != "runc" and not opts.get("allow_non_runc_default"):
-            raise Refusal("default_runtime_name=%s would send every pod of the node, GPU or not, through it; set "
-                          "allow_non_runc_default to mean it" % wanted_default)
-        if wanted_default not in loaded_names and wanted_default not in names:
-            raise Refusal("default_runtime_name %r is neither loaded nor being registered" % wanted_default)
-    cdi_names = [s["name"] for s in specs if s["cdi"]]
-    need_cdi = bool(cdi_names) and not cri.get("enable_cdi") and not adopt.cdi_always_on(node.default_doc, node.plugin)
-    if need_cdi and node.major == 1 and node.minor < 7:
-        raise Refusal("runtime(s) %s ask for containerd's enable_cdi, which containerd 1.%d does not have (1.7+)"
-                      % (", ".join(cdi_names), node.minor))
-    for spec in specs:
-        binary = (spec["table"].get("options") or {}).get("BinaryName")
-        facts = (gathered.get("paths") or {}).get(binary) if binary else None
-        if opts.get("require_binaries") and binary and (facts is None or not facts.get("executable")):
-            raise Refusal("runtime %s: BinaryName %s is not an executable on the node (require_binaries)"
-                          % (spec["name"], binary))
+    change_default = _default_changes(opts, cri, loaded_default, names)
+    need_cdi = _need_cdi(node, cri, specs)
+    _refuse_missing_binaries(gathered, specs, opts)
 
     # Effective options: a key the loaded runtime leaves unset counts as containerd's default for it.
     missing = dict((s["name"], adopt.effective_mismatches(node.before, node.default_doc, node.plugin, s)) for s in specs)
@@ -167,59 +151,87 @@ def plan(gathered, opts):
         result["noop"] = True
         return result
     result["noop"] = False
+    _refuse_dropin_imports(node)
+    _plan_files(node, opts, result, specs, missing, change_default, wanted_default, need_cdi, own, removals)
+    return result
 
+
+def _refuse_unreadable_main(node):
+    """Refusal when the main config exists but cannot be read as text: the role edits only what it parses."""
+    main = node.files[0]
+    if node.gathered.get("config_exists") and main.get("content") is None:
+        raise Refusal("the main config %s cannot be read as text (%s); containerd may load it, but this role edits "
+                      "only what it can parse. Nothing was written." % (node.config_path, main.get("error")))
+
+
+def _default_changes(opts, cri, loaded_default, names):
+    """Whether the run changes default_runtime_name; Refusal when the change is not meant or not possible."""
+    wanted_default = opts.get("default_runtime_name") or None
+    if wanted_default is None or wanted_default == loaded_default:
+        return False
+    if wanted_default != "runc" and not opts.get("allow_non_runc_default"):
+        raise Refusal("default_runtime_name=%s would send every pod of the node, GPU or not, through it; set "
+                      "allow_non_runc_default to mean it" % wanted_default)
+    loaded_names = set((get_in(cri, "containerd", "runtimes") or {}).keys())
+    if wanted_default not in loaded_names and wanted_default not in names:
+        raise Refusal("default_runtime_name %r is neither loaded nor being registered" % wanted_default)
+    return True
+
+
+def _need_cdi(node, cri, specs):
+    """Whether enable_cdi must be turned on for a runtime that asks for CDI; Refusal before 1.7 (no CDI)."""
+    cdi_names = [s["name"] for s in specs if s["cdi"]]
+    need_cdi = bool(cdi_names) and not cri.get("enable_cdi") and not adopt.cdi_always_on(node.default_doc, node.plugin)
+    if need_cdi and node.major == 1 and node.minor < 7:
+        raise Refusal("runtime(s) %s ask for containerd's enable_cdi, which containerd 1.%d does not have (1.7+)"
+                      % (", ".join(cdi_names), node.minor))
+    return need_cdi
+
+
+def _refuse_missing_binaries(gathered, specs, opts):
+    """require_binaries: Refusal when a runtime's BinaryName is not an executable on the node."""
+    for spec in specs:
+        binary = (spec["table"].get("options") or {}).get("BinaryName")
+        facts = (gathered.get("paths") or {}).get(binary) if binary else None
+        if opts.get("require_binaries") and binary and (facts is None or not facts.get("executable")):
+            raise Refusal("runtime %s: BinaryName %s is not an executable on the node (require_binaries)"
+                          % (spec["name"], binary))
+
+
+def _refuse_dropin_imports(node):
+    """Refusal when a file in the drop-in dir declares imports of its own: a staged load could not reproduce it."""
     for path in [f["path"] for f in node.dropin_files()]:
         if containerd_text_imports(node.by_path[path].get("content")):
             raise Refusal("%s declares imports of its own; a staged load could not reproduce it, so the node is refused"
                           % path)
 
+
+def _plan_files(node, opts, result, specs, missing, change_default, wanted_default, need_cdi, own, removals):
+    """The files of a plan that writes, into result: the drop-ins, the main config's imports entry (or its
+    migration or conversion), the removals, and what the stage loads and the proof allows."""
     # What the user should see at default verbosity: migrations, a created main config, what 1.x shadows.
     warnings = result["warnings"] = []
     main_doc, main_text, main_version = _main(node, [s["name"] for s in specs])
     if node.major < 2:
         # what the drop-in pins goes to the notes: the report and the console keep it (issue 37)
         writes, removes = dropins.plan_1x(node, opts, specs, main_version, change_default, wanted_default, need_cdi,
-                                          own, notes)
+                                          own, result["notes"])
         result["pinned"] = node.cri_pinned
     else:
         writes, removes = dropins.plan_2x(node, opts, specs, missing, main_version, change_default, wanted_default,
                                           need_cdi, own, warnings)
     removes = sorted(set(removes) | set(removals))
     own_after = sorted((set(own) - set(removes)) | set(w["path"] for w in writes))
-
-    # imports: one entry must load every own drop-in; the role adds it at the end when none does
-    entries = list(main_doc.get("imports") or []) if main_doc is not None else []
-    resolved = _resolved_imports(node, entries)
-    covering = _covering_entry(resolved, own_after)
-    add_import = None
-    if covering is None and own_after:
-        add_import = os.path.join(node.dropin_dir, opts["dropin_glob"])
-        entries.append(add_import)
-        resolved.append(add_import)
-
+    resolved, add_import = _imports_entry(node, opts, main_doc, own_after)
     dropin_after = sorted((set(f["path"] for f in node.dropin_files()) - set(removes)) | set(own_after))
     order = _planned_merge_order(node, resolved, dropin_after)
     if node.major < 2:
         _check_merged_last(node, order, own_after)
     new_main_text, new_main_doc = _main_text(node, main_doc, main_text, main_version, add_import, warnings)
-    if new_main_text is not None:
-        # Whether the main config may be written (a generator, a read-only tree) is decided from the
-        # node's evidence after the plan (ownership_gate), in check mode too.
-        result["writes"].append({"path": node.config_path, "content": new_main_text, "before": main_text,
-                                 "expect_sha256": node.sha(node.config_path)})
-    for item in writes:
-        before = node.by_path.get(item["path"], {}).get("content")
-        exists = item["path"] in node.by_path or (node.states.get(item["path"]) or {}).get("exists")
-        if exists and item["path"] not in own:
-            raise Refusal("%s exists and is not a file of this role (no '%s' line); it is never overwritten. "
-                          "Set dropin_prefix/suffix to another name." % (item["path"], OWN_MARKER))
-        if before is not None and parse(before, item["path"]) == parse(item["content"], item["path"]):
-            continue  # same parsed content: never rewrite for cosmetics
-        item.update(before=before, expect_sha256=node.sha(item["path"]))
-        result["writes"].append(item)
+    _add_writes(node, result, main_text, new_main_text, writes, own)
     texts = dict((p, (node.by_path.get(p) or {}).get("content")) for p in order)
     texts.update((w["path"], w["content"]) for w in writes)
-    notes += adopt.precedence_notes(node.major, order, own_after, texts, node.config_path)
+    result["notes"] += adopt.precedence_notes(node.major, order, own_after, texts, node.config_path)
     for path in removes:
         result["removes"].append({"path": path, "content": None, "before": own[path]["content"],
                                   "expect_sha256": node.sha(path)})
@@ -236,7 +248,40 @@ def plan(gathered, opts):
         disruptive=closure.disruptive(node),
         main_version=main_version,
     )
-    return result
+
+
+def _imports_entry(node, opts, main_doc, own_after):
+    """(the main config's imports entries after the run, resolved; the entry the role adds, or None): one entry
+    must load every own drop-in; the role adds one at the end when none does."""
+    entries = list(main_doc.get("imports") or []) if main_doc is not None else []
+    resolved = _resolved_imports(node, entries)
+    covering = _covering_entry(resolved, own_after)
+    add_import = None
+    if covering is None and own_after:
+        add_import = os.path.join(node.dropin_dir, opts["dropin_glob"])
+        entries.append(add_import)
+        resolved.append(add_import)
+    return resolved, add_import
+
+
+def _add_writes(node, result, main_text, new_main_text, writes, own):
+    """The main config's write (when its text changes), then each drop-in whose parsed content changes;
+    Refusal for a file of the drop-in's name that is not the role's."""
+    if new_main_text is not None:
+        # Whether the main config may be written (a generator, a read-only tree) is decided from the
+        # node's evidence after the plan (ownership_gate), in check mode too.
+        result["writes"].append({"path": node.config_path, "content": new_main_text, "before": main_text,
+                                 "expect_sha256": node.sha(node.config_path)})
+    for item in writes:
+        before = node.by_path.get(item["path"], {}).get("content")
+        exists = item["path"] in node.by_path or (node.states.get(item["path"]) or {}).get("exists")
+        if exists and item["path"] not in own:
+            raise Refusal("%s exists and is not a file of this role (no '%s' line); it is never overwritten. "
+                          "Set dropin_prefix/suffix to another name." % (item["path"], OWN_MARKER))
+        if before is not None and parse(before, item["path"]) == parse(item["content"], item["path"]):
+            continue  # same parsed content: never rewrite for cosmetics
+        item.update(before=before, expect_sha256=node.sha(item["path"]))
+        result["writes"].append(item)
 
 
 def _refuse_without_cri(node):
