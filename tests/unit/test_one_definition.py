@@ -100,6 +100,23 @@ def test_a_config_fact_is_assigned_once(name):
     assert len(places) == 1, "%s is assigned in %s" % (name, places)
 
 
+def test_each_auth_option_reads_the_variable_its_docs_name():
+    """kubernetes.core's K8S_AUTH_* variables: module_utils/_k8s/client derives each from the option's
+    kubernetes.core name (its alias, where it has one); the auth doc fragment names the same one."""
+    import re
+
+    import yaml
+
+    from ansible_collections.gpurt.runtime_gate.plugins.doc_fragments.k8s_auth import ModuleDocFragment
+    from ansible_collections.gpurt.runtime_gate.plugins.module_utils._k8s import client
+
+    options = yaml.safe_load(ModuleDocFragment.DOCUMENTATION)["options"]
+    documented = dict((name, re.findall(r"E\((K8S_AUTH_[A-Z_]+)\)", " ".join(option["description"])))
+                      for name, option in options.items())
+    assert documented == dict((name, [variable]) for name, variable in client.AUTH_ENV.items())
+    assert client.AUTH_ENV["validate_certs"] == "K8S_AUTH_VERIFY_SSL"
+
+
 def _walks_a_key_path(function):
     """Whether a function has the loop of a nested-dict lookup: `for key in path: if not isinstance(node,
     dict) or key not in node: <leave>; node = node[key]`."""
