@@ -7,13 +7,13 @@ and write the JSON and JUnit reports. Meant for run_once."""
 import json
 
 from ansible.errors import AnsibleActionFail
-from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _audit as audit
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _checks as checks
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _report as report
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _slices as slices
+from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils._controller_action import ControllerAction
 
 ARGUMENT_SPEC = dict(
     mode=dict(type="str", default="hosts", choices=["hosts", "cluster", "dump", "bootstrap", "merge"]),
@@ -44,15 +44,10 @@ SINGLE_MODES = ("dump", "bootstrap")
 _IMPLICIT_GROUPS = ("all", "ungrouped")
 
 
-class ActionModule(ActionBase):
-    TRANSFERS_FILES = False
-    _supports_check_mode = True
-    _supports_async = False
-
+class ActionModule(ControllerAction):
     def run(self, tmp=None, task_vars=None):
         task_vars = task_vars or {}
-        result = super(ActionModule, self).run(tmp, task_vars)
-        _validation, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
+        result, args = self._validated(tmp, task_vars, ARGUMENT_SPEC)
         coverage = None
         extra, notes = {}, []
         if args["mode"] == "merge":

@@ -8,11 +8,11 @@ evaluated."""
 import os
 
 from ansible.errors import AnsibleActionFail
-from ansible.plugins.action import ActionBase
 
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _containerd_facts as containerd_facts
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _bootstrap as bootstrap
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _userdata as userdata
+from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils._controller_action import ControllerAction
 
 NOT_VALIDATED = "NOT VALIDATED"
 ARGUMENT_SPEC = dict(
@@ -36,14 +36,9 @@ def _read(path, what):
         raise AnsibleActionFail("cannot read %s %s: %s" % (what, path, exc.strerror or exc))
 
 
-class ActionModule(ActionBase):
-    TRANSFERS_FILES = False
-    _supports_check_mode = True
-    _supports_async = False
-
+class ActionModule(ControllerAction):
     def run(self, tmp=None, task_vars=None):
-        result = super(ActionModule, self).run(tmp, task_vars)
-        _validation, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
+        result, args = self._validated(tmp, task_vars, ARGUMENT_SPEC)
         config_path = os.path.normpath(args["config_path"])
         files = []
         unevaluated = []

@@ -10,9 +10,9 @@ from collections.abc import Mapping
 
 from ansible.errors import AnsibleActionFail, AnsibleError
 from ansible.module_utils.ansible_release import __version__ as ansible_version
-from ansible.plugins.action import ActionBase
 
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _controller_requirements as controller_requirements
+from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils._controller_action import ControllerAction
 
 ARGUMENT_SPEC = dict(
     playbook=dict(type="str"),
@@ -41,14 +41,9 @@ def _still_templates(hostvars, host, values):
     return out
 
 
-class ActionModule(ActionBase):
-    TRANSFERS_FILES = False
-    _supports_check_mode = True
-    _supports_async = False
-
+class ActionModule(ControllerAction):
     def run(self, tmp=None, task_vars=None):
-        result = super(ActionModule, self).run(tmp, task_vars)
-        _validation, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
+        result, args = self._validated(tmp, task_vars, ARGUMENT_SPEC)
         if args["reports"] and args["playbook"] not in REPORT_MODES:
             raise AnsibleActionFail("reports needs playbook, one of %s" % ", ".join(sorted(REPORT_MODES)))
         # First of all, so that a run that stops here already leaves no previous report as its own.

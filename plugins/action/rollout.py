@@ -7,12 +7,12 @@ reached (collect), the JSON and JUnit reports and the summary (report). Meant fo
 delegate_to localhost and delegate_facts: the rollout's state is a fact of localhost."""
 
 from ansible.errors import AnsibleActionFail
-from ansible.plugins.action import ActionBase
 
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _audit as audit
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _checks as checks
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _report as report
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _rollout as rollout
+from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils._controller_action import ControllerAction
 
 ARGUMENT_SPEC = dict(
     step=dict(type="str", required=True, choices=["start", "batch", "collect", "report"]),
@@ -43,15 +43,10 @@ def _state(task_vars):
     return facts.get(STATE)
 
 
-class ActionModule(ActionBase):
-    TRANSFERS_FILES = False
-    _supports_check_mode = True
-    _supports_async = False
-
+class ActionModule(ControllerAction):
     def run(self, tmp=None, task_vars=None):
         task_vars = task_vars or {}
-        result = super(ActionModule, self).run(tmp, task_vars)
-        _validation, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
+        result, args = self._validated(tmp, task_vars, ARGUMENT_SPEC)
         try:
             checks.validate_skip(args["skip_checks"])
             step = getattr(self, "_" + args["step"])

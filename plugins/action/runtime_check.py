@@ -4,13 +4,13 @@
 """Cross-check one host's loaded containerd config against RuntimeClasses, on the controller."""
 
 from ansible.errors import AnsibleActionFail
-from ansible.plugins.action import ActionBase
 
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _containerd_facts as containerd_facts
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _host_paths as host_paths
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _audit as audit
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _checks as checks
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _report as report
+from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils._controller_action import ControllerAction
 
 ARGUMENT_SPEC = dict(
     gathered=dict(type="dict"),
@@ -55,16 +55,11 @@ def _name_origins(findings, origins):
             item["fix"] = "fix %s where containerd says, then run validate_bootstrap.yml again" % origin
 
 
-class ActionModule(ActionBase):
-    TRANSFERS_FILES = False
-    _supports_check_mode = True
-    _supports_async = False
-
+class ActionModule(ControllerAction):
     def run(self, tmp=None, task_vars=None):
         task_vars = task_vars or {}
-        result = super(ActionModule, self).run(tmp, task_vars)
-        _validation, args = self.validate_argument_spec(
-            argument_spec=ARGUMENT_SPEC,
+        result, args = self._validated(
+            tmp, task_vars, ARGUMENT_SPEC,
             mutually_exclusive=[["gathered", "dump", "dump_path"]],
             required_one_of=[["gathered", "dump", "dump_path"]],
         )

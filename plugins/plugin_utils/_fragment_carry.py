@@ -10,6 +10,7 @@ Pure logic on parsed TOML."""
 
 import re
 
+from ansible_collections.gpurt.runtime_gate.plugins.module_utils._nested import get_in
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils._config_shapes import GENERATOR_PLACEHOLDER as _PLACEHOLDER
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils._remediation.convert import CRI_IMAGES, IMAGE_KEYS
 
@@ -17,6 +18,7 @@ from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils._remediation.co
 _NOT_SETTINGS = ("version", "imports")
 # A generator's placeholder: ${SNAP_DATA}, {{ .NodeConfig }}; the value is whatever it substituted.
 _MAX_REPORTED = 10
+_ABSENT = object()
 
 
 def is_fragment(doc):
@@ -30,14 +32,6 @@ def _leaves(node, prefix):
             yield from _leaves(node[key], prefix + (key,))
     else:
         yield prefix, node
-
-
-def _at(doc, path):
-    for key in path:
-        if not isinstance(doc, dict) or key not in doc:
-            return False, None
-        doc = doc[key]
-    return True, doc
 
 
 def _same(want, have):
@@ -56,8 +50,8 @@ def _same(want, have):
 
 
 def _carried(loaded, path, value):
-    found, have = _at(loaded, path)
-    if found and _same(value, have):
+    have = get_in(loaded, *path, missing=_ABSENT)
+    if have is not _ABSENT and _same(value, have):
         return True
     if len(path) > 2 and path[0] == "plugins":
         return any(_same_at(loaded, where, value) for where in _migrated(path[2:], loaded))
@@ -81,10 +75,10 @@ def _migrated(rest, loaded):
 
 def _same_at(loaded, path, value):
     if path[-1] == "*":  # one element of a list
-        found, have = _at(loaded, path[:-1])
-        return found and isinstance(have, list) and any(_same(value, item) for item in have)
-    found, have = _at(loaded, path)
-    return found and _same(value, have)
+        have = get_in(loaded, *path[:-1])
+        return isinstance(have, list) and any(_same(value, item) for item in have)
+    have = get_in(loaded, *path, missing=_ABSENT)
+    return have is not _ABSENT and _same(value, have)
 
 
 def not_carried(doc, loaded):

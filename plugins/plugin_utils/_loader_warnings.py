@@ -16,6 +16,7 @@ no setting: it is no finding."""
 
 import re
 
+from ansible_collections.gpurt.runtime_gate.plugins.module_utils._nested import get_in
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _config_shapes as config_shapes
 
 # key=value or key="quoted value" fields of a logrus text line.
@@ -57,27 +58,19 @@ def dotted(parts):
 _MISSING = object()
 
 
-def _value(table, parts):
-    for part in parts:
-        if not isinstance(table, dict) or part not in table:
-            return _MISSING
-        table = table[part]
-    return table
-
-
 def _where(docs, plugin, parts, named_file=None):
     """[({file, plugin (as written), key (its dotted path there)}, value)] of the merged files that set the key
     (plugin None: a top-level key; named_file: the file containerd names, when it does)."""
     out = []
     for path, doc in docs:
         if plugin is None:
-            value = _value(doc, parts)
+            value = get_in(doc, *parts, missing=_MISSING)
             if value is not _MISSING and (named_file is None or named_file in (path, path.rsplit("/", 1)[-1])):
                 out.append(({"file": path, "plugin": None, "key": dotted(parts)}, value))
             continue
         plugins = doc.get("plugins") if isinstance(doc.get("plugins"), dict) else {}
         for name in _older_names(plugin):
-            value = _value(plugins.get(name), parts)
+            value = get_in(plugins.get(name), *parts, missing=_MISSING)
             if value is not _MISSING:
                 out.append(({"file": path, "plugin": name, "key": "plugins.\"%s\".%s" % (name, dotted(parts))}, value))
     return out

@@ -98,3 +98,48 @@ def test_a_config_fact_is_assigned_once(name):
     places = ["%s:%d" % (os.path.relpath(path, PLUGINS), line) for path in python_files()
               for line in assignments(path, name)]
     assert len(places) == 1, "%s is assigned in %s" % (name, places)
+
+
+def test_each_auth_option_reads_the_variable_its_docs_name():
+    """kubernetes.core's K8S_AUTH_* variables: module_utils/_k8s/client derives each from the option's
+    kubernetes.core name (its alias, where it has one); the auth doc fragment names the same one."""
+    import re
+
+    import yaml
+
+    from ansible_collections.gpurt.runtime_gate.plugins.doc_fragments.k8s_auth import ModuleDocFragment
+    from ansible_collections.gpurt.runtime_gate.plugins.module_utils._k8s import client
+
+    options = yaml.safe_load(ModuleDocFragment.DOCUMENTATION)["options"]
+    documented = dict((name, re.findall(r"E\((K8S_AUTH_[A-Z_]+)\)", " ".join(option["description"])))
+                      for name, option in options.items())
+    assert documented == dict((name, [variable]) for name, variable in client.AUTH_ENV.items())
+    assert client.AUTH_ENV["validate_certs"] == "K8S_AUTH_VERIFY_SSL"
+
+
+def _walks_a_key_path(function):
+    """Whether a function has the loop of a nested-dict lookup: `for key in path: if not isinstance(node,
+    dict) or key not in node: <leave>; node = node[key]`."""
+    for loop in ast.walk(function):
+        if not isinstance(loop, ast.For) or not isinstance(loop.target, ast.Name) or len(loop.body) != 2:
+            continue
+        test, step = loop.body
+        if not (isinstance(test, ast.If) and isinstance(test.test, ast.BoolOp) and isinstance(step, ast.Assign)):
+            continue
+        tests = ast.dump(test.test)
+        if "isinstance" in tests and "NotIn" in tests and isinstance(step.value, ast.Subscript) \
+                and loop.target.id in ast.dump(step.value.slice):
+            return True
+    return False
+
+
+def test_a_key_path_is_walked_in_one_place():
+    """The value at a key path of nested dicts is module_utils/_nested.get_in, for the node and the controller
+    (its missing= tells an absent key from a null); a second walk of that shape fails here."""
+    places = []
+    for path in python_files():
+        with open(path) as handle:
+            tree = ast.parse(handle.read(), path)
+        places.extend("%s:%d %s" % (os.path.relpath(path, PLUGINS), node.lineno, node.name) for node in ast.walk(tree)
+                      if isinstance(node, ast.FunctionDef) and _walks_a_key_path(node))
+    assert places == ["module_utils/_nested.py:8 get_in"]

@@ -41,21 +41,10 @@ AUTH_ARG_SPEC = dict(
     impersonate_groups=dict(type="list", elements="str"),
 )
 
-# Same variables as kubernetes.core; read when the option is not set.
-AUTH_ENV = dict(
-    kubeconfig="K8S_AUTH_KUBECONFIG",
-    context="K8S_AUTH_CONTEXT",
-    host="K8S_AUTH_HOST",
-    api_key="K8S_AUTH_API_KEY",
-    validate_certs="K8S_AUTH_VERIFY_SSL",
-    ca_cert="K8S_AUTH_SSL_CA_CERT",
-    client_cert="K8S_AUTH_CERT_FILE",
-    client_key="K8S_AUTH_KEY_FILE",
-    proxy="K8S_AUTH_PROXY",
-    no_proxy="K8S_AUTH_NO_PROXY",
-    impersonate_user="K8S_AUTH_IMPERSONATE_USER",
-    impersonate_groups="K8S_AUTH_IMPERSONATE_GROUPS",
-)
+# Same variables as kubernetes.core; read when the option is not set. Each is K8S_AUTH_ and the option's
+# kubernetes.core name, its alias where it has one (validate_certs: K8S_AUTH_VERIFY_SSL).
+AUTH_ENV = dict((option, "K8S_AUTH_" + spec.get("aliases", [option])[0].upper())
+                for option, spec in AUTH_ARG_SPEC.items())
 _PATH_OPTIONS = ("kubeconfig", "ca_cert", "client_cert", "client_key")
 
 # Where a pod's service account is mounted (the in-cluster configuration).

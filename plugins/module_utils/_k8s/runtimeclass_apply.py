@@ -19,6 +19,7 @@ from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _k8s as 
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _quantity as quantity
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils._k8s import label_syntax
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils._k8s import objects as k8s_objects
+from ansible_collections.gpurt.runtime_gate.plugins.module_utils._nested import get_in
 
 API_VERSION = "node.k8s.io/v1"
 KIND = "RuntimeClass"
@@ -204,15 +205,6 @@ def _same(path, live, wanted):
     return live == wanted
 
 
-def _value_at(obj, path):
-    node = obj
-    for part in path:
-        if not isinstance(node, dict) or part not in node:
-            return None
-        node = node[part]
-    return node
-
-
 def apply_is_noop(live, name, desired, field_manager):
     """True when applying would change nothing: field_manager already owns exactly these
     fields and the live object has the wanted values (quantities compared by value)."""
@@ -220,7 +212,7 @@ def apply_is_noop(live, name, desired, field_manager):
     if owned_paths(live, field_manager) != paths:
         return False
     body = applied_configuration(name, desired)
-    return all(_same(path, _value_at(live, path), _value_at(body, path)) for path in paths)
+    return all(_same(path, get_in(live, *path), get_in(body, *path)) for path in paths)
 
 
 def conflict_message(name, exc):

@@ -6,6 +6,8 @@ place (tomlkit keeps its comments and layout), and check containerd's own migrat
 
 import copy
 
+# get_in is the remediation modules' way to read a key path (plan, closure, adopt... import it from here).
+from ansible_collections.gpurt.runtime_gate.plugins.module_utils._nested import get_in
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _config_shapes as shapes
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _toml_codec as toml_codec
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils._remediation.refusal import Refusal
@@ -51,15 +53,6 @@ def literal(value):
 
 
 ABSENT = object()
-
-
-def get_in(doc, *keys):
-    node = doc
-    for key in keys:
-        if not isinstance(node, dict) or key not in node:
-            return None
-        node = node[key]
-    return node
 
 
 def ensure_table(doc, *keys):
