@@ -698,8 +698,8 @@ def main(argv=None):
         print("time per size (Nodes made, every repeat of both playbooks): " + ", ".join(
             "N=%d %.0f s" % (r["n"], r["size_s"]) for r in rows))
         print("JSON report = the run's set_stats artifact (gpurt_audit_slice_<id>), held by the main process: "
-              + ", ".join("N=%d %.0f KiB (%.2f KiB per host)" % (r["n"], r["report_bytes"] / 1024.0,
-                                                                   r["report_bytes"] / 1024.0 / r["n"]) for r in rows))
+              + ", ".join("N=%d %.0f KiB (%.2f KiB per host)"
+                          % (r["n"], r["report_bytes"] / 1024.0, r["report_bytes"] / 1024.0 / r["n"]) for r in rows))
         if sizes_of_result:
             print("registered gather result per host (JSON of gpurt_loaded): " + ", ".join(
                 "%s %.1f KiB (%.1f KiB with keep_texts=true)" % (
