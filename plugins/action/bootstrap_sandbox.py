@@ -91,5 +91,6 @@ class ActionModule(ActionBase):
         if unevaluated:
             # Fail closed: a verdict on what was reproduced would stand in for what was not. The playbook stops
             # (validate_bootstrap.yml, in one short line); these lines say why, once, in the summary.
-            result["gpurt_summary_lines"] = ["%s: %s: %s" % (args["name"], NOT_VALIDATED, reason) for reason in unevaluated]
+            result["gpurt_summary_lines"] = ["%s: %s: %s" % (args["name"], NOT_VALIDATED, reason)
+                                             for reason in unevaluated]
         return result

@@ -160,7 +160,8 @@ detail_lines:
   type: list
   elements: str
 node_line:
-  description: The node's one line - its name and verdict, then its C(MISSING=<handler>) names (the label of its failed line).
+  description:
+    - The node's one line - its name and verdict, then its C(MISSING=<handler>) names (the label of its failed line).
   returned: always
   type: str
   sample: "node-a: 1 finding (1 error); MISSING=nvida"
