@@ -83,6 +83,9 @@ class ActionModule(ControllerAction):
         result.update(report.result_of(built, written, verbose=Display().verbosity > 0,
                                        own_lines=args["mode"] == "hosts"), judged=True,
                       missing_lines=sorted(checks.on_node(n, line) for n, e in built["nodes"].items() for line in e["missing"]))
+        if args["mode"] == "cluster":
+            # The Nodes are no hosts of the play: every Node's line, then each distinct finding once.
+            result["gpurt_summary_lines"] = result["readable_lines"]
         if args["mode"] in SINGLE_MODES:
             # runtime_check (or the sandbox) printed the node's lines already.
             result["gpurt_summary_lines"] = ["FAILED: %s" % checks.one_line(r) for r in built["run_failures"]]

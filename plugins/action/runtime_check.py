@@ -104,6 +104,11 @@ class ActionModule(ControllerAction):
         result["gpurt_summary_lines"] = report.gate_lines(entry["findings"], failing, entry["reason"],
                                                           detail_missing=False, node=node) or [
             "OK" if node is None else checks.on_node(node, "OK")]
+        # What those lines leave out (a MISSING= line stands for its finding): each missing handler's finding, with
+        # its suggestion and fix, for the playbook to print once; and the node's one line, for its failed line.
+        result.update(failing=entry["failing"], node_line=report.readable_node_line(entry),
+                      detail_lines=[checks.finding_line(f, with_node=node is not None) for f in failing
+                                    if f["check"] == "missing_handler"])
         if entry["failing"] and not args["report_only"]:
             result["failed"] = True
         return result

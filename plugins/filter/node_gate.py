@@ -52,12 +52,13 @@ def prevent_gate(runtimeclasses, nodes, names=None, mode="warn", max_age="24h", 
 
 
 def prevent_plan(runtimeclasses, nodes, names=None, mode="warn", max_age="24h"):
-    """prevent.yml's whole plan in one pass over the listed Nodes: {gate, stale, params}."""
+    """prevent.yml's whole plan in one pass over the listed Nodes: {gate, stale, no_proof, params}."""
     try:
         mode = _mode(mode)
         _prevent.validate_inputs(mode, names, max_age)
         return {"gate": _prevent.gate(runtimeclasses, nodes, names, max_age),
                 "stale": _prevent.stale_lines(_prevent.proof(nodes, max_age)[1]),
+                "no_proof": _prevent.no_proof(nodes, names, mode, max_age),
                 "params": {} if mode == "off" else _prevent.admission_params(nodes, runtimeclasses, max_age)}
     except ValueError as exc:
         raise AnsibleFilterError("prevent_plan: %s" % exc)

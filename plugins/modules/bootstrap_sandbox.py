@@ -15,7 +15,8 @@ description:
     base64, gzip), or a shell script writing files with heredocs (C(cat > PATH <<'EOF'), C(cat <<EOF > PATH),
     C(tee PATH <<EOF)). Nothing in it is run.
   - B(Fails closed.) Whatever could change what containerd or the kubelet loads and is not reproduced here
-    makes the result C(NOT VALIDATED) and fails the task, one reason per line in RV(unevaluated) - an EKS
+    makes the result C(NOT VALIDATED), one reason per line in RV(unevaluated), for the caller to stop on (the
+    task itself does not fail, so that each reason is printed once, in RV(gpurt_summary_lines)) - an EKS
     nodeadm C(NodeConfig) (nodeadm renders the config at boot from its own template), commands that
     generate or edit the files (C(containerd config default >), C(sed -i), C(nvidia-ctk runtime configure),
     C(cp), C(echo >>), installing a containerd package), shell expansions in a written file, cloud-init
@@ -114,6 +115,13 @@ unevaluated:
   type: list
   elements: str
   sample: ["command not run: sed -i 's/SystemdCgroup = false/SystemdCgroup = true/' /etc/containerd/config.toml"]
+gpurt_summary_lines:
+  description:
+    - "C(<name>: NOT VALIDATED: <reason>), one line per reason, which the C(gpurt.runtime_gate.summary) callback
+      prints after the recap."
+  returned: when the bootstrap is NOT VALIDATED
+  type: list
+  elements: str
 config_path:
   description: The sandbox path of the containerd config.
   returned: always

@@ -151,6 +151,24 @@ gpurt_summary_lines:
   returned: always
   type: list
   elements: str
+detail_lines:
+  description:
+    - What C(gpurt_summary_lines) leaves out, where a C(MISSING=<handler>) line stands for its finding - each failing
+      C(missing_handler) finding with its suggestion and fix, as one line (prefixed with the node's name unless a
+      lone dump was checked). The playbooks print them once, before the failed line.
+  returned: always
+  type: list
+  elements: str
+node_line:
+  description:
+    - The node's one line - its name and verdict, then its C(MISSING=<handler>) names (the label of its failed line).
+  returned: always
+  type: str
+  sample: "node-a: 1 finding (1 error); MISSING=nvida"
+failing:
+  description: Whether a finding reaches O(fail_on), or the node could not be checked.
+  returned: always
+  type: bool
 status:
   description: C(OK), C(FINDINGS) or C(NOT CHECKED) (the gather result was a failure).
   returned: always

@@ -73,6 +73,24 @@ def stale_lines(stale):
             % (s["name"], ", ".join(s["handlers"]), s["why"]) for s in stale]
 
 
+def no_proof(nodes, names=None, mode="warn", max_age="24h", now=None):
+    """Why the run must refuse before any write because no Node carries a fresh verified label, else None.
+    Fail closed: every selector and admission parameter prevent.yml writes is derived from that proof, so a run
+    with none checked nothing and is never OK. Only a run that gates nothing and turns admission off
+    (gpurt_gate_runtimeclasses=[], gpurt_admission_mode=off) needs no proof: it only removes."""
+    if mode == "off" and names == []:
+        return None
+    fresh, stale = proof(nodes, max_age, now)
+    if verified_nodes(fresh):
+        return None
+    older = (" (%d Node(s) with older labels, not counted: %s)" % (len(stale), _names([s["name"] for s in stale]))
+             if stale else "")
+    return ("nothing was written: no Node carries a verified label (%s<handler>=true) checked within "
+            "gpurt_label_max_age %s%s, so there is nothing to gate on: no RuntimeClass was gated and the admission "
+            "policy and its parameters were left as they are; label the Nodes first (audit.yml with "
+            "gpurt_label_nodes=true), then run prevent.yml again (docs/prevention.md)" % (LABEL_PREFIX, max_age, older))
+
+
 def verified_nodes(nodes):
     """{handler: [Node names]} from our labels on the Nodes given (the fresh ones: see proof())."""
     out = {}

@@ -2,6 +2,7 @@
 always printed, and the hint of a typo in the last line; real ansible-playbook runs of audit.yml on local
 nodes loaded by the real containerd, with the repository's ansible.cfg (the summary callback enabled)."""
 import os
+import time
 
 import pytest
 
@@ -77,7 +78,16 @@ def _prevent(cluster, check=False, **extra):
 
 @pytest.mark.parametrize("check", [False, True])
 def test_prevent_without_its_namespace_names_it_and_how_to_create_it(private_cluster, check):
-    """Issue 35 item 3: the namespace of the admission parameters does not exist on this cluster."""
+    """Issue 35 item 3: the namespace of the admission parameters does not exist on this cluster. A Node carries a
+    fresh verified label, so the run has proof to work from (without, it refuses first: test_one_copy_playbooks)."""
+    api = Api(private_cluster.kubeconfig)
+    try:
+        api.node("gpu-1", handlers=["nvidia", "runc"])
+        api.core.patch_node("gpu-1", {"metadata": {
+            "labels": {"runtime-gate.gpurt.io/nvidia": "true"},
+            "annotations": {"runtime-gate.gpurt.io/checked-at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}}})
+    finally:
+        api.close()
     run = _prevent(private_cluster, check=check, gpurt_admission_namespace="gpurt-missing-ns")
     assert run.rc == 2 and "Traceback" not in run.text, run
     last = run.gate_lines()[0]

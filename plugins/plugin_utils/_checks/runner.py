@@ -59,6 +59,6 @@ def check_reported_node(node, runtimeclasses, pod_requests=None, skip=None):
     name = node["name"]
     ctx = Context(name, {"node_object": node}, runtimeclasses, node.get("labels") or {}, node.get("allocatable"),
                   {"pod_requests": pod_requests}, handlers=node.get("runtime_handlers"),
-                  source="Node %s status.runtimeHandlers" % name)
+                  source="the status.runtimeHandlers of Node %s" % name)
     found, ran, skipped = run_checks(ctx, "cluster", skip)
     return node.get("runtime_handlers") is not None, found, ran, skipped

@@ -96,7 +96,8 @@ def _grouped(rows):
     groups = {}
     for node, key, text in rows:
         groups.setdefault((key, _alike(text, node)), []).append(node)
-    return [(key, text.replace(_NODE, nodes[0] if len(nodes) == 1 else "each node"), nodes)
+    return [(key, text.replace(_NODE, nodes[0]) if len(nodes) == 1
+             else text.replace("Node " + _NODE, "each Node").replace(_NODE, "each node"), nodes)
             for (key, text), nodes in groups.items()]
 
 

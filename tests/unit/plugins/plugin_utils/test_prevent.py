@@ -87,6 +87,23 @@ def test_stale_labels_verify_nothing():
     assert gate([rc("nvidia", "nvidia")], nodes, max_age="4d")[0]["matching"] == ["gpu-1", "gpu-2"]
 
 
+def test_a_run_no_fresh_verified_label_backs_is_refused_unless_it_only_removes():
+    """Fail closed (issue 35): with no Node carrying a fresh verified label, the run checked nothing."""
+    unlabeled = [{"name": "gpu-1", "labels": {"kubernetes.io/hostname": "gpu-1"}, "labels_checked_at": None}]
+    why = _prevent.no_proof(unlabeled, None, "warn", "24h", now=NOW)
+    assert why.startswith("nothing was written: no Node carries a verified label (%s<handler>=true) checked within "
+                          "gpurt_label_max_age 24h, so there is nothing to gate on" % P), why
+    assert "older labels" not in why and "gpurt_label_nodes=true" in why
+    older = unlabeled + [node("gpu-2", "nvidia", checked=OLD)]
+    assert "(1 Node(s) with older labels, not counted: gpu-2)" in _prevent.no_proof(older, ["nvidia"], "deny", now=NOW)
+    # admission only, or off while gating: still nothing to derive them from
+    assert _prevent.no_proof(older, [], "warn", now=NOW) and _prevent.no_proof(older, None, "off", now=NOW)
+    # removing the admission layer and gating nothing needs no proof; one fresh Node is proof enough
+    assert _prevent.no_proof(older, [], "off", now=NOW) is None
+    assert _prevent.no_proof(NODES, None, "deny", now=NOW) is None
+    assert _prevent.no_proof([], None, "warn", now=NOW)
+
+
 def test_params_hold_only_the_selector_keys_deduplicated():
     classes = [rc("nvidia", "nvidia", {"pool": "gpu"}), rc("runc", "runc")]
     data = params(NODES, classes)

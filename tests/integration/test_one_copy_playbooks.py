@@ -1,0 +1,178 @@
+"""Issue 35, one copy of each failure on the playbooks besides the audit: validate_bootstrap.yml, crosscheck.yml,
+cluster_audit.yml and prevent.yml, run as a user runs them (real ansible-playbook with the repository's ansible.cfg,
+the summary callback enabled; real containerd binaries; a real kube-apiserver of this module's own). Each test
+asserts on what the console shows: how often a finding's text is printed, the failed line and the node it names,
+no task result or report dumped as JSON, the host the recap charges, the summary and the exit code."""
+import os
+import time
+
+import pytest
+from kubernetes.client.rest import ApiException
+
+from tests.integration.test_validate_bootstrap import FIXTURES, RUNTIMECLASS, run as validate, template_vars
+from tests.lib import ansible_run, containerd_bins
+from tests.lib.cluster_objects import Api
+
+pytestmark = pytest.mark.integration
+PLAYBOOKS = os.path.join(ansible_run.REPO, "playbooks")
+# A finding printed whole is about 450 characters; a task result or a report dumped as JSON is thousands.
+LONGEST = 700
+TYPO = "likely a misspelt 'nvidia'"
+
+
+def assert_short(run):
+    assert max(len(line) for line in run.out.splitlines()) < LONGEST, run
+    for key in ('"findings"', '"report"', '"checks_run"', '"detail_lines"', '"summary_lines"', '"unevaluated"'):
+        assert key not in run.out, (key, run)
+    assert "Traceback" not in run.text, run
+
+
+# --- validate_bootstrap.yml ------------------------------------------------------------------------------------
+
+def test_a_broken_template_prints_its_finding_once(containerd):
+    """The template registers 'nvidai' where the RuntimeClass asks for 'nvidia'."""
+    typo = {"containerd_major": 2, "gpu_runtime_name": "nvidai"}
+    run = validate(containerd, **template_vars(gpurt_bootstrap_vars=typo))
+    assert run.rc == 2, run
+    assert_short(run)
+    assert run.out.count(TYPO) == 1, run
+    assert "(item=bootstrap: 1 finding (1 error); MISSING=nvidia) => " in run.out, run
+    assert run.recap["localhost"]["failed"] == 1, run.recap
+    assert run.gate_lines() == ["bootstrap: MISSING=nvidia"], run.gate_lines()
+
+
+def test_a_template_containerd_refuses_prints_its_finding_once(containerd, tmp_path):
+    broken = tmp_path / "config.toml.j2"
+    broken.write_text('version = 2\n[plugins."io.containerd.grpc.v1.cri"\n')
+    run = validate(containerd, **template_vars(gpurt_bootstrap_template=str(broken), gpurt_bootstrap_files=[]))
+    assert run.rc == 2, run
+    assert_short(run)
+    assert run.out.count("written by template %s" % broken) == 1, run
+    assert "(item=bootstrap: 1 finding (1 error)) => " in run.out, run
+    assert run.gate_lines()[0].startswith("bootstrap: ERROR config_refused: "), run.gate_lines()
+
+
+def test_a_bootstrap_not_validated_prints_each_reason_once(containerd):
+    run = validate(containerd, gpurt_bootstrap_userdata=os.path.join(FIXTURES, "user-data-generated.sh"),
+                   gpurt_runtimeclasses_src=RUNTIMECLASS)
+    assert run.rc == 2, run
+    assert_short(run)
+    assert run.out.count("sed -i 's/SystemdCgroup = false/SystemdCgroup = true/'") == 1, run
+    assert run.out.count("fatal: [localhost]: FAILED! => ") == 1, run
+    assert "the bootstrap is NOT VALIDATED: a part of it cannot be evaluated here" in run.out, run
+    assert len(run.gate_lines()) == 3 and all("NOT VALIDATED" in line for line in run.gate_lines()), run.gate_lines()
+
+
+# --- crosscheck.yml --------------------------------------------------------------------------------------------
+
+def _dump(tmp_path, name, runtime):
+    config = tmp_path / "config.toml"
+    config.write_text('version = 2\n[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.%s]\n'
+                      '  runtime_type = "io.containerd.runc.v2"\n' % runtime)
+    rc, out, err = containerd_bins.dump(containerd_bins.binary("2.1"), str(config))
+    assert rc == 0, err
+    dump = tmp_path / name
+    dump.write_text(out)
+    return str(dump)
+
+
+@pytest.mark.parametrize("node_name, named", [(None, "gpu-7.toml"), ("gpu-7", "gpu-7")])
+def test_crosscheck_fails_in_one_short_line_that_names_the_node(containerd, tmp_path, node_name, named):
+    extra = {"gpurt_dump_file": _dump(tmp_path, "gpu-7.toml", "nvidai"), "gpurt_runtimeclasses_src": RUNTIMECLASS}
+    if node_name:
+        extra["gpurt_node_name"] = node_name
+    run = ansible_run.playbook(os.path.join(PLAYBOOKS, "crosscheck.yml"), "localhost,", extra)
+    assert run.rc == 2, run
+    assert_short(run)
+    assert run.out.count(TYPO) == 1, run
+    assert "the loaded containerd config of %s does not have" % named in run.out, run
+    assert "of localhost" not in run.out, run
+    assert "(item=%s: 1 finding (1 error); MISSING=nvidia) => " % named in run.out, run
+    # the seed lab's contract, unchanged
+    assert run.gate_lines() == ["MISSING=nvidia"], run.gate_lines()
+
+
+# --- cluster_audit.yml and prevent.yml, on a real control plane of this module's own -----------------------------
+
+@pytest.fixture(scope="module")
+def cluster(private_cluster):
+    api = Api(private_cluster.kubeconfig)
+    try:
+        api.namespace("gpurt-runtime-gate")
+        api.runtimeclass("nvidia", "nvidia")
+        api.runtimeclass("kata", "kata")
+        for name in ("one-1", "one-2"):
+            api.node(name, handlers=["runc"])
+        api.node("one-3", handlers=["nvidia", "kata", "runc"])
+        api.node("one-old")
+    finally:
+        api.close()
+    return private_cluster
+
+
+def test_cluster_audit_prints_each_finding_once_and_fails_in_one_short_line(cluster):
+    run = ansible_run.playbook(os.path.join(PLAYBOOKS, "cluster_audit.yml"), "localhost,",
+                               {"gpurt_kubeconfig": cluster.kubeconfig})
+    assert run.rc == 2, run
+    assert_short(run)
+    # one-1 and one-2 lack both handlers: each finding once, with the Nodes it applies to
+    assert run.out.count("asks for handler 'nvidia'") == 1 and run.out.count("asks for handler 'kata'") == 1, run
+    assert run.out.count("does not report status.runtimeHandlers") == 1, run
+    assert run.out.count("fatal: [localhost]: FAILED! => ") == 1, run
+    assert ('"msg": "3 of 4 Node(s) fail the runtime gate: the summary names each finding with its fix and the '
+            'Nodes it applies to"') in run.out, run
+    assert run.recap["localhost"]["failed"] == 1, run.recap
+    lines = run.gate_lines()
+    assert lines[:4] == ["one-1: 2 findings (2 error); MISSING=kata MISSING=nvidia",
+                         "one-2: 2 findings (2 error); MISSING=kata MISSING=nvidia", "one-3: OK",
+                         "one-old: NOT CHECKED (Node reports no status.runtimeHandlers)"], lines
+    grouped = ("ERROR missing_handler on 2 nodes (one-1, one-2): RuntimeClass nvidia asks for handler 'nvidia', which "
+               "the status.runtimeHandlers of each Node does not have")
+    assert any(line.startswith(grouped) for line in lines), lines
+    assert lines[-1].startswith("checked 3 of 4 node(s)"), lines
+
+
+def _prevent(cluster, check=False, **extra):
+    return ansible_run.playbook(os.path.join(PLAYBOOKS, "prevent.yml"), "localhost,",
+                                dict({"gpurt_kubeconfig": cluster.kubeconfig}, **extra), check=check)
+
+
+@pytest.mark.parametrize("check", [True, False])
+def test_prevent_with_no_verified_label_writes_nothing_fails_and_says_why(cluster, check):
+    run = _prevent(cluster, check=check)
+    assert run.rc == 2, run
+    assert '"msg": []' not in run.out and "Traceback" not in run.text, run
+    lines = run.gate_lines()
+    assert len(lines) == 1, lines
+    assert lines[0].startswith("NOT JUDGED: Refuse a run that no Node's verified labels back (localhost): nothing was "
+                               "written: no Node carries a verified label (runtime-gate.gpurt.io/<handler>=true) "
+                               "checked within gpurt_label_max_age 24h, so there is nothing to gate on"), lines
+    assert "label the Nodes first (audit.yml with gpurt_label_nodes=true)" in lines[0], lines
+    assert run.recap["localhost"]["failed"] == 1, run.recap
+    api = Api(cluster.kubeconfig)
+    try:
+        assert api.node_k8s.read_runtime_class("nvidia").scheduling is None
+        with pytest.raises(ApiException) as info:
+            api.core.read_namespaced_config_map("runtime-gate-verified-handlers", "gpurt-runtime-gate")
+        assert info.value.status == 404
+    finally:
+        api.close()
+
+
+def test_prevent_that_only_removes_needs_no_proof(cluster):
+    run = _prevent(cluster, gpurt_admission_mode="off", gpurt_gate_runtimeclasses=[])
+    assert run.rc == 0, run
+
+
+def test_prevent_with_only_older_labels_names_them(cluster):
+    old = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - 3 * 86400))
+    api = Api(cluster.kubeconfig)
+    try:
+        api.core.patch_node("one-3", {"metadata": {"labels": {"runtime-gate.gpurt.io/nvidia": "true"},
+                                                   "annotations": {"runtime-gate.gpurt.io/checked-at": old}}})
+    finally:
+        api.close()
+    run = _prevent(cluster, check=True)
+    assert run.rc == 2, run
+    assert "(1 Node(s) with older labels, not counted: one-3)" in run.gate_lines()[0], run.gate_lines()
+    assert "one-3: not counted as verified" in run.out, run
