@@ -218,7 +218,10 @@ written:
   type: list
   elements: str
 gpurt_summary_lines:
-  description: The same as RV(summary_lines), for the C(gpurt.runtime_gate.summary) callback, which prints them after the recap.
+  description:
+    - RV(readable_lines) without the lines of the failing nodes, which C(remediate.yml) prints as the failed line of
+      each (with its reason, such as a refusal or a failure), for the C(gpurt.runtime_gate.summary) callback, which
+      prints them after the recap.
   returned: O(step=report)
   type: list
   elements: str
