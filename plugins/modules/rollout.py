@@ -185,7 +185,8 @@ detail_lines:
 readable_lines:
   description: What a person reads of the run, each node once with its MISSING handlers, then each distinct error
     and warning once, with its fix and the nodes it applies to (a count and a few names; with C(-v) also the info
-    findings and the skipped checks), then the coverage, the notes and the totals.
+    findings and the skipped checks), then the coverage, the notes and the totals. The failing nodes' lines are left
+    out - C(remediate.yml) prints each as the failed line of its node - and with them the refusals they hold.
   returned: O(step=report)
   type: list
   elements: str
