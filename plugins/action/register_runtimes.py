@@ -29,6 +29,8 @@ ARGUMENT_SPEC = dict(
     after_restart=dict(type="dict"),
     restart_command=dict(type="list", elements="str", default=[]),
     restarted=dict(type="bool", default=True),
+    # The handler's restart task, registered: its changed_when says whether containerd was restarted.
+    restart_result=dict(type="dict"),
     # The audit's per-node inputs the gather takes besides those above (plugin_utils/_node_options).
     shim_dirs=dict(type="list", elements="str"),
     cdi_spec_dirs=dict(type="list", elements="str"),
@@ -60,7 +62,20 @@ class ActionModule(ActionBase):
 
     def run(self, tmp=None, task_vars=None):
         result = self._run_steps(tmp, task_vars)
-        return self._in_user_words(result)
+        return self._reported(self._in_user_words(result), task_vars or {})
+
+    def _reported(self, result, task_vars):
+        """outcome: what the task did (changed, unchanged, refused, failed); with on_failure=report a refusal or
+        a failure does not fail the task, for a caller that reports every host once (remediate.yml)."""
+        failed = bool(result.get("failed"))
+        result["outcome"] = ("refused" if result.get("refused") else "failed") if failed else \
+            ("changed" if result.get("changed") else "unchanged")
+        on_failure = self._task.args.get("on_failure")
+        if on_failure is None and self._task.args.get("role_vars"):
+            on_failure = self._templar.template(task_vars.get(user_words.ROLE_PREFIX + "on_failure"))
+        if failed and on_failure == "report":
+            result["failed"] = False
+        return result
 
     def _in_user_words(self, result):
         """Run by the containerd_runtime role, the advice names the role variables (set
@@ -350,6 +365,10 @@ class ActionModule(ActionBase):
             previous.pop(key, None)
         if not proof or previous.get("failed") or self._play_context.check_mode or not args["restarted"]:
             previous.update(changed=previous.get("changed", False))
+            return previous
+        why_not = restart_proof.not_restarted(args.get("restart_result"), bool(args["restart_command"]), proof)
+        if why_not:
+            previous.update(failed=True, changed=True, step="restart", msg="%s: %s" % (host, why_not))
             return previous
         self._opts = dict(proof["node_args"])
         self._dropin_dirs = self._opts.pop("dropin_dirs", None) or [self._opts["dropin_dir"]]

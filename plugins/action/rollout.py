@@ -88,11 +88,8 @@ class ActionModule(ControllerAction):
                 allocatable=hv["gpurt_node_allocatable"], nodes=args["nodes"], reaudit=args["reaudit"],
                 check_mode=self._play_context.check_mode)
         state = rollout.after_batch(state, entries)
-        warnings = []
-        for host in sorted(entries):
-            if entries[host]["failing"]:
-                warnings.append(checks.on_node(host, "; ".join(entries[host]["gate_lines"]) or entries[host]["status"]))
-        warnings += rollout.precedence_lines(entries)
+        # A failing host's line and its findings are printed once, at the end (remediate.yml fails it with its line).
+        warnings = rollout.precedence_lines(entries)
         if self._play_context.check_mode:
             warnings += rollout.check_mode_lines(entries)
         if state["stopped"]:
@@ -147,5 +144,5 @@ class ActionModule(ControllerAction):
         except report.WriteError as exc:
             raise AnsibleActionFail(str(exc))
         final = dict(state or rollout.check_rule(0, 0), run_failures=built["run_failures"], reported=True)
-        result.update(report.result_of(built, written), ansible_facts={STATE: final})
+        result.update(report.result_of(built, written, own_lines=True), ansible_facts={STATE: final})
         return result

@@ -195,6 +195,14 @@ options:
     type: str
     default: running
     choices: [running, config]
+  on_failure:
+    description:
+      - V(fail) - a refusal, a failed write or a restart that did not happen or is not proved fails the task.
+      - V(report) - the task does not fail; RV(outcome) says V(refused) or V(failed) and RV(msg) why, for a caller
+        that reports every host once at the end (C(remediate.yml)).
+    type: str
+    default: fail
+    choices: [fail, report]
   shim_dirs:
     description:
       - More directories where runtime shims are looked up, as the audit's
@@ -250,6 +258,12 @@ options:
     description: With O(after_restart) - whether containerd was restarted; when not, the result is handed back unchanged.
     type: bool
     default: true
+  restart_result:
+    description:
+      - With O(after_restart) - the registered result of the restart task, whose C(changed) says whether containerd
+        was restarted. When it was not, the host fails at once in one line (the files written, which load at
+        containerd's next start; for a systemd restart, O(restart_command) for nodes systemd does not run).
+    type: dict
 extends_documentation_fragment:
   - gpurt.runtime_gate.attributes
   - gpurt.runtime_gate.attributes.action
@@ -343,7 +357,7 @@ refused:
   returned: when refused
   type: bool
 step:
-  description: The step that failed or refused (input, gather, plan, stage, proof, write).
+  description: The step that failed or refused (input, gather, plan, stage, proof, write, restart, after_restart).
   returned: failure
   type: str
 files:
@@ -385,6 +399,11 @@ restart_pending:
       would restart.
   returned: when a restart is pending
   type: str
+outcome:
+  description: What the task did - V(changed), V(unchanged), V(refused) or V(failed) (RV(msg) says why).
+  returned: always
+  type: str
+  sample: changed
 restored:
   description: After a failed write, whether every file was put back.
   returned: failure of the write step

@@ -185,7 +185,8 @@ detail_lines:
 readable_lines:
   description: What a person reads of the run, each node once with its MISSING handlers, then each distinct error
     and warning once, with its fix and the nodes it applies to (a count and a few names; with C(-v) also the info
-    findings and the skipped checks), then the coverage, the notes and the totals.
+    findings and the skipped checks), then the coverage, the notes and the totals. The failing nodes' lines are left
+    out - C(remediate.yml) prints each as the failed line of its node - and with them the refusals they hold.
   returned: O(step=report)
   type: list
   elements: str
@@ -218,7 +219,10 @@ written:
   type: list
   elements: str
 gpurt_summary_lines:
-  description: The same as RV(summary_lines), for the C(gpurt.runtime_gate.summary) callback, which prints them after the recap.
+  description:
+    - RV(readable_lines) without the lines of the failing nodes, which C(remediate.yml) prints as the failed line of
+      each (with its reason, such as a refusal or a failure), for the C(gpurt.runtime_gate.summary) callback, which
+      prints them after the recap.
   returned: O(step=report)
   type: list
   elements: str

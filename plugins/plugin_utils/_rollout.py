@@ -22,18 +22,14 @@ REFUSED = "refused"
 FAILED = "failed"
 NOT_PROCESSED = "not_processed"
 # What the report keeps of the role's result (the gathered config and the diff stay out).
-_KEPT = ("files", "loaded_changes", "reasons", "notes", "restart_pending", "step", "containerd", "warnings",
-         "backup_dir", "pinned")
+_KEPT = ("files", "changed_files", "loaded_changes", "reasons", "notes", "restart_pending", "step", "containerd",
+         "warnings", "backup_dir", "pinned")
 # Notes the console prints for each host that changed (or would): what takes precedence, what 1.x pins, a
 # main config a provisioner renders whole on its next run, and a SystemdCgroup chosen without the kubelet.
 _CONSOLE_NOTES = ("precedence: ", "pins: ", "next run: ", "SystemdCgroup: ")
 
-
-# The role's restart through systemd (roles/containerd_runtime/handlers/restart.yml): where it fails, the
-# node may have no systemd at all, and the option that restarts containerd there is named.
-_SYSTEMD_RESTART_TASK = "Restart containerd"
-_NO_SYSTEMD_HINT = ("; where systemd does not run containerd, set containerd_runtime_restart_command to the command "
-                    "that restarts it (docs/remediation.md); the files written wait for containerd's next start")
+# The tail of a refusal's reason: the node's status (REFUSED) says it once.
+_NOTHING_WRITTEN = "Nothing was written."
 
 
 class RolloutError(ValueError):
@@ -55,6 +51,14 @@ def _unprefixed(text, host):
     return text[len(host) + 2:] if host and text.startswith(host + ": ") else text
 
 
+def _short(reason):
+    """A refusal's reason without the "Nothing was written." that REFUSED already says."""
+    reason = reason.strip()
+    if reason.endswith(_NOTHING_WRITTEN) and len(reason) > len(_NOTHING_WRITTEN):
+        reason = reason[:-len(_NOTHING_WRITTEN)].rstrip()
+    return reason
+
+
 def remediation(result, failure=None, check_mode=False, host=None):
     """(status, reason, what the remediation did) of one host. status is None when the node was
     remediated (changed or not) and its re-audit decides; else report.REFUSED or report.FAILED.
@@ -74,19 +78,20 @@ def remediation(result, failure=None, check_mode=False, host=None):
         rem.update(outcome=FAILED, msg=reason)
         return report.FAILED, reason, rem
     if result is not None and result.get("refused"):
-        reasons = [_unprefixed(r, host) for r in result.get("reasons") or []] or [rem["msg"] or "refused"]
+        reasons = [_short(_unprefixed(r, host)) for r in result.get("reasons") or []] or [rem["msg"] or "refused"]
         rem.update(outcome=REFUSED, reasons=reasons, msg="refused, nothing was written")
         return report.REFUSED, "; ".join(reasons), rem
-    if result is not None and (result.get("failed") or result.get("skipped")):
+    # A failure the role only reported (containerd_runtime_on_failure=report, as remediate.yml runs it) or raised.
+    # Files it wrote before a later step failed (the restart, its proof) count as changed.
+    if result is not None and (result.get("failed") or result.get("outcome") == FAILED or result.get("skipped")):
         reason = rem["msg"] or ("skipped" if result.get("skipped") else "the remediation failed")
-        rem.update(outcome=FAILED, msg=reason)
+        rem.update(outcome=FAILED, msg=reason, changed=bool(result.get("changed")))
         return report.FAILED, reason, rem
     if failure:
         task = failure.get("task") or "a task"
         msg = "; ".join(line.strip() for line in str(failure.get("msg") or "").splitlines() if line.strip())
-        reason = "%s failed: %s%s" % (checks.one_line(task), checks.one_line(msg or "see the output above"),
-                                      _NO_SYSTEMD_HINT if task == _SYSTEMD_RESTART_TASK else "")
-        # With a result, the role wrote (or would write) and what came after failed: most likely the restart.
+        reason = "%s failed: %s" % (checks.one_line(task), checks.one_line(msg or "see the output above"))
+        # With a result, the role wrote (or would write) and what came after failed: the drain, a hook.
         rem.update(outcome=FAILED, changed=bool((result or {}).get("changed")), msg=reason)
         return report.FAILED, reason, rem
     rem.update(outcome=CHANGED if result.get("changed") else UNCHANGED, changed=bool(result.get("changed")))

@@ -375,5 +375,6 @@ def test_the_reaudit_judges_what_the_role_proved(tmp_path, containerd):
     assert out.index("Restart containerd with the configured command") < out.index("Re-audit the batch and decide whether the rollout goes on")
     lines = result.gate_lines()
     assert lines[0].startswith("n21: OK (wrote "), lines
-    assert lines[-1].startswith("remediation: 1 changed, 0 unchanged; re-audited 1 of 1 node(s): 1 OK,"), lines
+    assert lines[-1].startswith("remediation: 1 changed (2 files written), 0 unchanged; re-audited 1 of 1 node(s): "
+                                "1 OK,"), lines
     assert out.count("gpurt.runtime_gate.containerd_config_info") == 0

@@ -260,7 +260,8 @@ def test_remediate_refuses_a_bad_role_variable_before_anything_runs(tmp_path, co
     result = run(os.path.join(ansible_run.REPO, "playbooks", "remediate.yml"), inventory, gpurt_reaudit=False, gpurt_list_nodes=False,
                  **{variable: value})
     assert result.rc == 2, result
-    assert "refused, nothing was written" in words(result) and expected in words(result), result
+    # once, on the node's line (issue 35): REFUSED means nothing was written
+    assert "n1: REFUSED (" in words(result) and expected in words(result), result
     assert "Traceback" not in result.text
     assert shapes.tree(node.root) == before
 

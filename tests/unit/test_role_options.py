@@ -17,8 +17,8 @@ PREFIX = "containerd_runtime_"
 ROLE_ONLY = {"config_dir", "enable_nvidia_cdi", "nvidia_cdi", "restart", "restart_timeout",
              "before_restart_tasks", "after_restart_tasks"}
 # Options of the action the role sets itself or that only the modules' own users set.
-ACTION_ONLY = {"max_file_bytes", "after_restart", "restarted", "shim_dirs", "cdi_spec_dirs", "dropin_dirs",
-               "host_vars", "role_vars"}
+ACTION_ONLY = {"max_file_bytes", "after_restart", "restarted", "restart_result", "shim_dirs", "cdi_spec_dirs",
+               "dropin_dirs", "host_vars", "role_vars"}
 # The role registers nvidia by default; the action, called alone, registers only what it is given.
 DEFAULTS_DIFFER = {"runtimes"}
 

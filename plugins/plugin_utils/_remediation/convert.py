@@ -144,8 +144,9 @@ def old_name_to_v3(doc, source):
         target = plugins.setdefault(plugin, {})
         clash = sorted(k for k in moved if k in target)
         if clash:
-            raise Refusal("%s sets %s under both %s and %s; which one the user means is unknown. Nothing was "
-                          "written." % (source, ", ".join(clash), shapes.CRI_PLUGIN_V2, plugin))
+            raise Refusal("%s sets %s under both %s and %s; which one the user means is unknown: keep %s under %s "
+                          "only, where this containerd reads it. Nothing was written." % (
+                              source, ", ".join(clash), shapes.CRI_PLUGIN_V2, plugin, ", ".join(clash), plugin))
         target.update(moved)
     if server:
         plugins[shapes.CRI_PLUGIN_V2] = server

@@ -55,6 +55,8 @@ ARGUMENT_SPEC = dict(
     state_dir=dict(type="str", default=containerd_facts.STATE_DIR),
     # What proves a restart: the running daemon (crictl info), or, asked for, the config it starts with.
     restart_proof=dict(type="str", default="running", choices=["running", "config"]),
+    # A refusal or a failure fails the task, or is only reported in its result (remediate.yml reports each host once).
+    on_failure=dict(type="str", default="fail", choices=["fail", "report"]),
 )
 
 
@@ -170,14 +172,15 @@ def normalize_runtimes(runtimes, systemd_cgroup, kubelet_cgroup=lambda: None):
     kubelet = []
     for index, spec in enumerate(runtimes or []):
         if not isinstance(spec, dict) or not spec.get("name"):
-            raise Refusal("runtime #%d needs a name" % (index + 1))
+            raise Refusal("runtime #%d needs a name: set runtimes[].name" % (index + 1))
         name = spec["name"]
         if not isinstance(name, str) or not label_syntax.DNS_LABEL.match(name) or len(name) > 63:
-            raise Refusal("runtime name %r is not a DNS label, which RuntimeClass handlers must be" % (name,))
+            raise Refusal("runtime name %r is not a DNS label, which RuntimeClass handlers must be: set "
+                          "runtimes[].name to one" % (name,))
         if name in seen:
-            raise Refusal("runtime %r is listed twice" % name)
+            raise Refusal("runtime %r is listed twice: set runtimes with each name once" % name)
         if name == "runc":
-            raise Refusal("runc is kept as the node has it; do not list it")
+            raise Refusal("runc is kept as the node has it: set runtimes without it")
         seen.add(name)
         for key in ("options", "extra"):
             if spec.get(key) is not None and not isinstance(spec[key], dict):

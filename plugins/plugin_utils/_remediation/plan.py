@@ -174,7 +174,8 @@ def _default_changes(opts, cri, loaded_default, names):
                       "allow_non_runc_default to mean it" % wanted_default)
     loaded_names = set((get_in(cri, "containerd", "runtimes") or {}).keys())
     if wanted_default not in loaded_names and wanted_default not in names:
-        raise Refusal("default_runtime_name %r is neither loaded nor being registered" % wanted_default)
+        raise Refusal("default_runtime_name %r is neither loaded nor being registered: set default_runtime_name to "
+                      "a loaded runtime, or register it (set runtimes[].name)" % wanted_default)
     return True
 
 
@@ -183,7 +184,9 @@ def _need_cdi(node, cri, specs):
     cdi_names = [s["name"] for s in specs if s["cdi"]]
     need_cdi = bool(cdi_names) and not cri.get("enable_cdi") and not adopt.cdi_always_on(node.default_doc, node.plugin)
     if need_cdi and node.major == 1 and node.minor < 7:
-        raise Refusal("runtime(s) %s ask for containerd's enable_cdi, which containerd 1.%d does not have (1.7+)"
+        raise Refusal("runtime(s) %s ask for containerd's enable_cdi, which containerd 1.%d does not have (1.7+): set "
+                      "runtimes[].cdi to false for them or leave them out (the role's nvidia-cdi: "
+                      "containerd_runtime_enable_nvidia_cdi=false), or upgrade containerd"
                       % (", ".join(cdi_names), node.minor))
     return need_cdi
 
@@ -194,16 +197,17 @@ def _refuse_missing_binaries(gathered, specs, opts):
         binary = (spec["table"].get("options") or {}).get("BinaryName")
         facts = (gathered.get("paths") or {}).get(binary) if binary else None
         if opts.get("require_binaries") and binary and (facts is None or not facts.get("executable")):
-            raise Refusal("runtime %s: BinaryName %s is not an executable on the node (require_binaries)"
-                          % (spec["name"], binary))
+            raise Refusal("runtime %s: BinaryName %s is not an executable on the node: set runtimes[].binary_name to "
+                          "the runtime's path on the node (install it there first), or set require_binaries to false "
+                          "to register it anyway" % (spec["name"], binary))
 
 
 def _refuse_dropin_imports(node):
     """Refusal when a file in the drop-in dir declares imports of its own: a staged load could not reproduce it."""
     for path in [f["path"] for f in node.dropin_files()]:
         if containerd_text_imports(node.by_path[path].get("content")):
-            raise Refusal("%s declares imports of its own; a staged load could not reproduce it, so the node is refused"
-                          % path)
+            raise Refusal("%s declares imports of its own; a staged load could not reproduce it, so the node is "
+                          "refused: move those imports into the main config %s" % (path, node.config_path))
 
 
 def _plan_files(node, opts, result, specs, missing, change_default, wanted_default, need_cdi, own, removals):

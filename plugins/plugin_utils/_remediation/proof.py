@@ -83,7 +83,7 @@ def prove(the_plan, gathered, staged, accept=None):
     refused = [c for c in changes if not _under(c[0], allowed) and not accepted(c[0], accept) and not same_option(*c)
                and not adopt.filled_at_start(default_doc, plugin, *c)]
     if refused:
-        problems.append("the proposed files change what the node loads beyond what was asked (add the keys to "
-                        "accept_changes to mean it):")
+        problems.append("the proposed files change what the node loads beyond what was asked (set accept_changes to "
+                        "these keys to mean it):")
         problems += ["  " + change_line(*c) for c in refused]
     return problems, changes

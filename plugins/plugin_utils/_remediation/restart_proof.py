@@ -86,6 +86,29 @@ def missing_after_restart(proof, after, loaded):
     return out
 
 
+# The option that restarts containerd where systemd does not (named in the module's words: the role's action says
+# containerd_runtime_restart_command).
+_NO_SYSTEMD_HINT = "where systemd does not run containerd, set restart_command to the argv that restarts it"
+
+
+def not_restarted(restart, by_command, proof):
+    """One line on a restart that did not happen, or None when it did (or was not run). restart: the registered
+    result of the role's restart task, whose changed_when marks a restart that happened; by_command: it ran
+    restart_command (else the systemd unit); proof: what the write left (its files)."""
+    if not isinstance(restart, dict) or restart.get("skipped") or restart.get("changed"):
+        return None
+    lines = [restart.get("msg")] if restart.get("msg") and restart.get("msg") != "non-zero return code" else []
+    lines += [restart.get("stderr"), restart.get("stdout")] if not lines or by_command else []
+    why = "; ".join(line.strip() for text in lines if text for line in str(text).splitlines() if line.strip())
+    if by_command:
+        why = "restart_command exited %s%s" % (restart.get("rc"), ": " + why if why else "")
+    files = [f["path"] for f in proof.get("files") or []]
+    return "containerd was not restarted (%s); %s; the restart marker stays, so the next run restarts again%s" % (
+        why or "the restart failed",
+        "written: %s, loaded at containerd's next start" % ", ".join(files) if files else "this run wrote nothing",
+        "" if by_command else "; " + _NO_SYSTEMD_HINT)
+
+
 def files_line(changed, put_back, not_put_back, removed_new=()):
     """One true sentence on what a failed step left: which files changed, which were put back."""
     if not changed:

@@ -149,6 +149,9 @@ def build(entries, fail_on="error", mode="hosts", runtimeclasses=None, run_failu
         summary["changed"] = sum(1 for e in ordered if (e.get("remediation") or {}).get("outcome") == "changed"
                                  or (e.get("remediation") or {}).get("changed"))
         summary["unchanged"] = sum(1 for e in ordered if (e.get("remediation") or {}).get("outcome") == "unchanged")
+        # The files those hosts wrote (in check mode, would write), counted even where a later step failed.
+        summary["files_written"] = sum(len(rem.get("changed_files") or rem.get("files") or []) for rem in (
+            e.get("remediation") or {} for e in ordered) if rem.get("changed"))
     run_failures = list(run_failures or [])
     summary["passed"] = not run_failures and summary["failing"] == 0 and bool(ordered)
     built = {

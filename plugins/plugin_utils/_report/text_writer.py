@@ -38,7 +38,10 @@ def totals_line(report):
         verb, s["checked"], s["nodes"], s["ok"], s["with_findings"], s["not_checked"], others, s["failing"],
         report["fail_on"])
     if report["mode"] == "remediation":
-        line = "remediation: %d changed, %d unchanged; %s" % (s["changed"], s["unchanged"], line)
+        files = s.get("files_written") or 0
+        line = "remediation: %d changed%s, %d unchanged; %s" % (
+            s["changed"], " (%d file%s %s)" % (files, "" if files == 1 else "s", "would be written" if report.get(
+                "check_mode") else "written") if files else "", s["unchanged"], line)
     return line
 
 
@@ -101,12 +104,14 @@ def _grouped(rows):
             for (key, text), nodes in groups.items()]
 
 
-def distinct_lines(report, severities=None, skipped=False):
-    """Each distinct refusal, finding (of `severities`, all when None; errors first) and, with `skipped`,
-    skipped check once, with the nodes it applies to: a count and a few names, the rest in the reports."""
+def distinct_lines(report, severities=None, skipped=False, refusals=True):
+    """Each distinct refusal (unless not `refusals`: the refused nodes' own lines say them), finding (of
+    `severities`, all when None; errors first) and, with `skipped`, skipped check once, with the nodes it applies
+    to: a count and a few names, the rest in the reports."""
     entries = [report["nodes"][name] for name in sorted(report["nodes"])]
     lines = ["refused %s: %s" % (checks.on_nodes(nodes), checks.one_line(text)) for _key, text, nodes in _grouped(
-        (e["node"], None, reason) for e in entries for reason in (e.get("remediation") or {}).get("reasons") or [])]
+        (e["node"], None, reason) for e in entries if refusals
+        for reason in (e.get("remediation") or {}).get("reasons") or [])]
     rank = dict((s, i) for i, s in enumerate(checks.SEVERITIES))
     items = sorted(((e["node"], item) for e in entries for item in e["findings"]
                     if severities is None or item["severity"] in severities),
@@ -141,7 +146,8 @@ def readable_lines(report, verbose=False, own_lines=False):
     lines = [readable_node_line(entry) for entry in (report["nodes"][name] for name in sorted(report["nodes"]))
              if not (own_lines and entry["failing"] and not entry["unreachable"])]
     severities = None if verbose else ("error", "warning")
-    lines.extend(distinct_lines(report, severities, skipped=verbose))
+    # A refused node fails: with own_lines its line, which holds its reasons, is printed elsewhere.
+    lines.extend(distinct_lines(report, severities, skipped=verbose, refusals=not own_lines))
     hidden = 0 if verbose else sum(1 for e in report["nodes"].values() for item in e["findings"]
                                    if item["severity"] not in severities)
     if hidden:

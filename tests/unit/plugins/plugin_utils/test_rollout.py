@@ -47,16 +47,22 @@ class TestRemediation(object):
         assert rollout.remediation(None, {"task": "Validating arguments", "msg": "bad"})[:2] == (
             report.FAILED, "Validating arguments failed: bad")
 
-    def test_a_failed_systemd_restart_names_the_option_for_nodes_without_systemd(self):
-        """systemd's answer on a node it does not run, with its newline: one line, and the option that
-        restarts containerd there, which the node needs (issue 35)."""
-        msg = ("System has not been booted with systemd as init system (PID 1). Can't operate.\n"
-               "Failed to connect to bus: Host is down")
-        status, reason, rem = rollout.remediation(WROTE, {"task": "Restart containerd", "msg": msg})
-        assert status == report.FAILED and rem["changed"] is True
-        assert reason.startswith("Restart containerd failed: System has not been booted with systemd as init system "
-                                 "(PID 1). Can't operate.; Failed to connect to bus: Host is down; ")
-        assert "containerd_runtime_restart_command" in reason and "\\n" not in reason and "\n" not in reason
+    def test_a_failure_the_role_only_reported_fails_the_host_and_counts_its_files(self):
+        """containerd_runtime_on_failure=report (remediate.yml): the role wrote, then the restart did not happen;
+        the task did not fail, its outcome says so, and the files written count as a change (issue 35)."""
+        reported = dict(WROTE, failed=False, outcome="failed", step="restart",
+                        msg="n1: containerd was not restarted (exit 1); written: /etc/x")
+        status, reason, rem = rollout.remediation(reported, host="n1")
+        assert (status, rem["changed"]) == (report.FAILED, True)
+        assert reason == "containerd was not restarted (exit 1); written: /etc/x"
+        assert rollout.remediation(dict(REFUSED, failed=False, outcome="refused"), host="n1")[:2] == (
+            report.REFUSED, "sandbox image: a -> b")
+
+    def test_a_refusal_reads_short(self):
+        refused = dict(REFUSED, reasons=["n1: /x sets containerd under both a and b; which one is unknown. "
+                                         "Nothing was written."])
+        reason = rollout.remediation(refused, host="n1")[1]
+        assert reason == "/x sets containerd under both a and b; which one is unknown."
 
 
 class TestHostEntry(object):
