@@ -11,7 +11,8 @@ description:
   - Collects the summary lines that M(gpurt.runtime_gate.audit_report) and
     M(gpurt.runtime_gate.runtime_check) return and prints them, one per line and unindented,
     after the play recap, so that scripts and CI logs can grep for lines such as
-    C(MISSING=<handler>) and C(OK).
+    C(MISSING=<handler>) and C(OK). A playbook without such a module (C(prevent.yml)) sets them as the fact
+    C(gpurt_summary_lines).
   - The lines are built by the collection's one formatter of findings; any control character in
     them (a handler with a newline, an ANSI escape) is printed escaped, so no value can print a
     line of its own, such as a bare C(OK).
@@ -65,7 +66,8 @@ class CallbackModule(CallbackBase):
         self._warnings = []
 
     def _collect(self, result):
-        lines = result._result.get(RESULT_KEY)
+        # a module's result, or a playbook's set_fact of it (prevent.yml)
+        lines = result._result.get(RESULT_KEY) or (result._result.get("ansible_facts") or {}).get(RESULT_KEY)
         if isinstance(lines, list) and lines and lines not in self._blocks:
             self._blocks.append(lines)
 

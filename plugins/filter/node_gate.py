@@ -2,8 +2,8 @@
 # Copyright: (c) 2026, gpurt.runtime_gate developers
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Filters verified_labels, stale_labels, label_line, label_lines, label_failures (verified labels), prevent_gate,
-prevent_plan, admission_params and admission_mode (prevent.yml): the planning of the verified handler labels on
-Nodes (plugin_utils/_node_labels); their documentation is in the .yml file of each filter's name."""
+prevent_plan, prevent_summary, admission_params and admission_mode (prevent.yml): the planning of the verified
+handler labels on Nodes (plugin_utils/_node_labels); their documentation is in the .yml file of each filter's name."""
 
 from ansible.errors import AnsibleFilterError
 
@@ -56,12 +56,21 @@ def prevent_plan(runtimeclasses, nodes, names=None, mode="warn", max_age="24h"):
     try:
         mode = _mode(mode)
         _prevent.validate_inputs(mode, names, max_age)
+        stale = _prevent.proof(nodes, max_age)[1]
         return {"gate": _prevent.gate(runtimeclasses, nodes, names, max_age),
-                "stale": _prevent.stale_lines(_prevent.proof(nodes, max_age)[1]),
+                "stale": _prevent.stale_lines(stale), "stale_names": [s["name"] for s in stale], "mode": mode,
                 "no_proof": _prevent.no_proof(nodes, names, mode, max_age),
                 "params": {} if mode == "off" else _prevent.admission_params(nodes, runtimeclasses, max_age)}
     except ValueError as exc:
         raise AnsibleFilterError("prevent_plan: %s" % exc)
+
+
+def prevent_summary(plan, admission=None, check_mode=False):
+    """The RUNTIME GATE lines of a prevent.yml run from its plan and its admission_policy result."""
+    try:
+        return _prevent.summary_lines(plan["gate"], plan["stale_names"], plan["mode"], admission, check_mode)
+    except (KeyError, TypeError) as exc:
+        raise AnsibleFilterError("prevent_summary: not a prevent_plan result: %s" % exc)
 
 
 def admission_params(nodes, runtimeclasses=None, max_age="24h"):
@@ -89,5 +98,6 @@ class FilterModule(object):
     def filters(self):
         return {"verified_labels": verified_labels, "stale_labels": stale_labels, "label_line": label_line,
                 "label_lines": label_lines, "label_failures": label_failures,
-                "prevent_gate": prevent_gate, "prevent_plan": prevent_plan, "admission_params": admission_params,
+                "prevent_gate": prevent_gate, "prevent_plan": prevent_plan,
+                "prevent_summary": prevent_summary, "admission_params": admission_params,
                 "admission_mode": admission_mode}

@@ -220,6 +220,35 @@ def params_size(data):
     return sum(len(k.encode("utf-8")) + len(v.encode("utf-8")) for k, v in data.items())
 
 
+_DECISION_WORDS = {"write": ("gated", "would gate"), "unchanged": ("unchanged", "unchanged"),
+                   "skipped": ("unchanged", "unchanged"), "refused": ("refused", "would refuse")}
+
+
+def summary_lines(gate, stale_names, mode, admission=None, check_mode=False):
+    """The RUNTIME GATE block of a prevent.yml run: one line per RuntimeClass (gated, unchanged or refused, and
+    why; in check mode what it would do), the admission policy's state (admission: the admission_policy result,
+    None when not reached), the stale Nodes by count and a few names."""
+    lines = ["%s RuntimeClass %s" % (_DECISION_WORDS.get(g["decision"], (g["decision"],) * 2)[bool(check_mode)],
+                                     g["message"]) for g in gate or []]
+    if not gate:
+        lines.append("no RuntimeClass in the cluster; nothing to gate")
+    if admission is None:
+        lines.append("admission policy (gpurt_admission_mode=%s): not reached" % mode)
+    else:
+        would = "would be " if check_mode else ""
+        done = ["%s %s %s" % (o["kind"], o["name"], "unchanged" if o["action"] == "none" else would + o["action"])
+                for o in admission.get("objects") or []]
+        lines.append("admission policy (gpurt_admission_mode=%s): %s%s" % (
+            mode, ", ".join(done) or "nothing to remove",
+            "; enforcement " + admission["enforcement"] if admission.get("enforcement") else ""))
+        lines.extend(admission.get("lines") or [])
+    if stale_names:
+        lines.append("stale labels: %d Node(s) not counted as verified (checked longer ago than gpurt_label_max_age, "
+                     "or undated): %s; the next labeling run (audit.yml with gpurt_label_nodes=true) proves or "
+                     "removes them" % (len(stale_names), _names(stale_names, 5)))
+    return lines
+
+
 def validate_inputs(mode, names, max_age="24h", namespace=None, deadline=None):
     """Play-start validation of prevent.yml's own inputs; PreventError naming the variable."""
     if mode not in ADMISSION_MODES:

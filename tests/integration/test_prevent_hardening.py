@@ -278,3 +278,37 @@ def test_one_deadline_for_the_run_not_one_per_class(tmp_path):
     assert "nothing was written" in text and "deadline" in text, result
     assert "the run's deadline of 8 s (gpurt_deadline) had passed: gpu-1, gpu-2, gpu-3, gpu-4" in text, result
     assert took < 60, took
+
+
+def test_every_run_ends_with_its_runtime_gate_block(lab):
+    """Issue 35: every prevent run, in check mode and real, ends with its RUNTIME GATE block, each line once: one
+    line per RuntimeClass (what it would do, did, or left unchanged), the admission policy's state, the stale Nodes
+    by count and name; without the summary callback the Summary task prints the same lines, once."""
+    lab["api"].runtimeclass("late", "runc")
+    (lab["base"] / "empty.cfg").write_text("[defaults]\n")
+    try:
+        checked = prevent(lab, check=True, gpurt_gate_runtimeclasses=["late"])
+        done = prevent(lab, gpurt_gate_runtimeclasses=["late"])
+        again = ansible_run.playbook(
+            os.path.join(ansible_run.REPO, "playbooks", "prevent.yml"), "localhost,",
+            {"gpurt_kubeconfig": lab["cluster"].kubeconfig, "gpurt_gate_runtimeclasses": ["late"]},
+            extra_env={"ANSIBLE_CONFIG": str(lab["base"] / "empty.cfg")})
+    finally:
+        lab["api"].node_k8s.delete_runtime_class("late")
+    stale = "stale labels: 1 Node(s) not counted as verified"
+    for run, verb in ((checked, "would gate"), (done, "gated")):
+        assert run.rc == 0, run
+        gate = run.gate_lines()
+        assert gate[0] == "%s RuntimeClass late: nodeSelector {%srunc=true}; 2 Node(s) match: h-gpu-1, h-gpu-2" % (
+            verb, PREFIX), gate
+        assert gate[1].startswith("admission policy (gpurt_admission_mode=warn): "), gate
+        assert gate[-1].startswith(stale) and gate[-1].count("h-old-1") == 1, gate
+        assert all(run.out.count(line) == 1 for line in gate), run
+        assert "Say what the gate decided" not in run.out, run
+    assert "enforcement not proven in check mode" in checked.gate_lines()[1], checked
+    assert "enforcement proven: a RuntimeClass with a handler no Node loads is admitted with a warning" \
+        in done.gate_lines()[1], done
+    assert again.rc == 0 and again.changed() == 0 and "RUNTIME GATE" not in again.out, again
+    assert again.out.count("unchanged RuntimeClass late: already gated on %srunc; 2 Node(s) match: h-gpu-1, h-gpu-2"
+                           % PREFIX) == 1, again
+    assert again.out.count(stale) == 1 and again.out.count("admission policy (gpurt_admission_mode=warn)") == 1, again

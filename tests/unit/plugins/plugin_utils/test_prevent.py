@@ -198,3 +198,24 @@ def test_params_that_would_not_fit_are_refused_naming_the_keys():
 def test_bad_inputs_name_the_variable(mode, names, age, namespace, deadline, variable):
     with pytest.raises(_prevent.PreventError, match=variable):
         _prevent.validate_inputs(mode, names, age, namespace, deadline)
+
+
+def test_summary_lines_say_each_class_the_admission_state_and_the_stale_nodes_once():
+    gate = _prevent.gate([rc("nvidia", "nvidia"), rc("runc", "runc", {P + "runc": "true"}), rc("kata", "kata")],
+                         NODES, now=NOW)
+    admission = {"objects": [{"kind": "ConfigMap", "name": "params", "action": "created"},
+                             {"kind": "ValidatingAdmissionPolicy", "name": "gate", "action": "none"}],
+                 "lines": ["parameter handler.x was removed"], "enforcement": "not proven in check mode"}
+    stale = ["old-%d" % i for i in range(8)]
+    lines = _prevent.summary_lines(gate, stale, "warn", admission, check_mode=True)
+    assert lines[0].startswith("unchanged RuntimeClass kata: not gated: handler 'kata' is verified on no Node"), lines
+    assert lines[1] == "would gate RuntimeClass nvidia: nodeSelector {%snvidia=true}; 1 Node(s) match: gpu-1" % P
+    assert lines[2].startswith("unchanged RuntimeClass runc: already gated on %srunc; 3 Node(s) match" % P), lines
+    assert lines[3] == ("admission policy (gpurt_admission_mode=warn): ConfigMap params would be created, "
+                        "ValidatingAdmissionPolicy gate unchanged; enforcement not proven in check mode")
+    assert lines[4] == "parameter handler.x was removed"
+    assert lines[5].startswith("stale labels: 8 Node(s) not counted as verified") and "old-4 and 3 more" in lines[5]
+    real = _prevent.summary_lines(gate, [], "off", {"objects": []})
+    assert real[1].startswith("gated RuntimeClass nvidia: ") and len(real) == 4, real
+    assert real[3] == "admission policy (gpurt_admission_mode=off): nothing to remove", real
+    assert _prevent.summary_lines([], [], "warn")[0] == "no RuntimeClass in the cluster; nothing to gate"
