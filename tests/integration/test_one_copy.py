@@ -6,6 +6,7 @@ import time
 
 import pytest
 
+from tests.integration.test_validate_bootstrap import run as validate, template_vars
 from tests.lib import ansible_run
 from tests.lib.cluster_objects import Api
 from tests.lib.nodes import Node
@@ -17,6 +18,7 @@ MAIN = 'version = 3\n[plugins."io.containerd.cri.v1.runtime".containerd.runtimes
        '[plugins."io.containerd.cri.v1.runtime".containerd.runtimes.nvidia.options]\n' \
        '  BinaryName = "{root}/usr/bin/nvidia-container-runtime"\n'
 NO_RUNTIMECLASS = "no RuntimeClass was read, so no handler was cross-checked"
+CHECKED_TOO_LITTLE = "the run checked too little, so the gate fails: the summary's FAILED line says why"
 
 
 @pytest.fixture(scope="module")
@@ -45,9 +47,10 @@ def test_a_run_that_checked_too_little_fails_once_on_the_controller_after_its_su
         api.close()
     run = ansible_run.playbook(AUDIT, site["inventory"], {"gpurt_kubeconfig": private_cluster.kubeconfig}, check=True)
     assert run.rc == 2 and "Traceback" not in run.text, run
-    # the short fatal line: no report in it, the message in ansible's [ERROR] block, the fatal line, the summary
+    # the short fatal line: no report in it; the reason once, on the summary's FAILED line
     assert max(len(line) for line in run.out.splitlines()) < 700, run
-    assert run.out.count(NO_RUNTIMECLASS) == 3, run
+    assert run.out.count(NO_RUNTIMECLASS) == 1, run
+    assert run.out.count(CHECKED_TOO_LITTLE) == 2, run  # ansible-core's [ERROR] block and the fatal line
     assert '"report"' not in run.out and '"summary_lines"' not in run.out, run
     # charged to the controller, not to the host the judging ran for
     assert run.recap["localhost"]["failed"] == 1, run.recap
@@ -56,6 +59,36 @@ def test_a_run_that_checked_too_little_fails_once_on_the_controller_after_its_su
     gate = run.gate_lines()
     assert gate[:2] == ["gpu-1: OK", "gpu-2: OK"], gate
     assert gate[-2].startswith("FAILED: " + NO_RUNTIMECLASS) and gate[-1].startswith("checked 2 of 2 node(s)"), gate
+
+
+def test_without_the_summary_callback_the_reason_is_printed_once_by_the_summary_task(site, private_cluster):
+    (site["base"] / "empty.cfg").write_text("[defaults]\n")
+    run = ansible_run.playbook(AUDIT, site["inventory"], {"gpurt_kubeconfig": private_cluster.kubeconfig}, check=True,
+                               extra_env={"ANSIBLE_CONFIG": str(site["base"] / "empty.cfg")})
+    assert run.rc == 2 and "RUNTIME GATE" not in run.out, run
+    assert run.out.count(NO_RUNTIMECLASS) == 1 and run.out.count('"FAILED: ' + NO_RUNTIMECLASS) == 1, run
+    assert run.out.count(CHECKED_TOO_LITTLE) == 2, run
+
+
+def test_cluster_audit_prints_why_it_checked_too_little_once(private_cluster):
+    run = ansible_run.playbook(os.path.join(ansible_run.REPO, "playbooks", "cluster_audit.yml"), "localhost,",
+                               {"gpurt_kubeconfig": private_cluster.kubeconfig})
+    assert run.rc == 2 and "Traceback" not in run.text, run
+    assert run.out.count(NO_RUNTIMECLASS) == 1 and run.out.count(CHECKED_TOO_LITTLE) == 2, run
+    assert any(line.startswith("FAILED: " + NO_RUNTIMECLASS) for line in run.gate_lines()), run.gate_lines()
+    assert run.recap["localhost"]["failed"] == 1, run.recap
+
+
+@pytest.mark.parametrize("callback", [True, False])
+def test_validate_bootstrap_prints_why_it_checked_too_little_once(site, private_cluster, containerd, callback):
+    (site["base"] / "empty.cfg").write_text("[defaults]\n")
+    variables = template_vars(gpurt_kubeconfig=private_cluster.kubeconfig)
+    del variables["gpurt_runtimeclasses_src"]  # the cluster's RuntimeClasses: none
+    run = validate(containerd, extra_env=None if callback else {"ANSIBLE_CONFIG": str(site["base"] / "empty.cfg")},
+                   **variables)
+    assert run.rc == 2 and "Traceback" not in run.text, run
+    assert run.out.count(NO_RUNTIMECLASS) == 1 and run.out.count(CHECKED_TOO_LITTLE) == 2, run
+    assert ("FAILED: " + NO_RUNTIMECLASS in "\n".join(run.gate_lines())) is callback, run
 
 
 def test_the_hint_of_a_typo_is_in_the_last_line(site):
