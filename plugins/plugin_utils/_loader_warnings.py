@@ -91,7 +91,7 @@ def _loses_nothing(plugin, parts, value, loaded):
     if plugin == config_shapes.CRI_PLUGIN_V3 and parts == ["enable_cdi"]:
         return value is True
     if plugin == config_shapes.CRI_PLUGIN_V3 and parts == ["cni", "bin_dir"]:
-        cni = _value(((loaded or {}).get("plugins") or {}).get(plugin), ["cni", "bin_dirs"])
+        cni = get_in(((loaded or {}).get("plugins") or {}).get(plugin), "cni", "bin_dirs")
         if isinstance(cni, list) and value in cni:
             return True
     return _zero(value)

@@ -94,3 +94,11 @@ def test_only_the_outermost_unknown_table_is_kept():
         "x",
     )
     assert [i["key"] for i in loader_warnings.read(lines, [("/c.toml", doc)])] == ["sandbox_image", "containerd"]
+
+
+def test_24_ignores_a_cni_bin_dir_the_loaded_bin_dirs_hold():
+    line = ignored("cni bin_dir", "io.containerd.cri.v1.runtime")
+    doc = {"version": 3, "plugins": {"io.containerd.cri.v1.runtime": {"cni": {"bin_dir": "/opt/cni/bin"}}}}
+    for bin_dirs, reported in ((["/opt/cni/bin"], []), (["/usr/lib/cni"], ["cni.bin_dir"])):
+        loaded = {"plugins": {"io.containerd.cri.v1.runtime": {"cni": {"bin_dirs": bin_dirs}}}}
+        assert [i["key"] for i in loader_warnings.read([line], [("/c.toml", doc)], loaded)] == reported
