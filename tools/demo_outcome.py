@@ -38,8 +38,8 @@ def cause(report, rc):
     if skipped:
         line += ", which stopped the rollout, so %s NOT PROCESSED" % _hosts(skipped)
     if reaudit:
-        line += "%s%s its re-audit" % ("; " if line else "", ", ".join(reaudit) + (" fail" if len(reaudit) > 1
-                                                                                    else " fails"))
+        verb = " fail" if len(reaudit) > 1 else " fails"
+        line += "%s%s its re-audit" % ("; " if line else "", ", ".join(reaudit) + verb)
     for reason in report.get("run_failures") or []:
         line += "%s%s" % ("; " if line else "", reason)
     return line or "the remediation failed: the RUNTIME GATE lines say why"

@@ -198,7 +198,7 @@ options:
   on_failure:
     description:
       - V(fail) - a refusal, a failed write or a restart that did not happen or is not proved fails the task.
-      - V(report) - the task does not fail; RV(outcome) says V(refused) or V(failed) and RV(msg) why, for a caller
+      - V(report) - the task does not fail; RV(outcome) says V(refused) or V(failed) and C(msg) why, for a caller
         that reports every host once at the end (C(remediate.yml)).
     type: str
     default: fail
@@ -400,7 +400,7 @@ restart_pending:
   returned: when a restart is pending
   type: str
 outcome:
-  description: What the task did - V(changed), V(unchanged), V(refused) or V(failed) (RV(msg) says why).
+  description: What the task did - V(changed), V(unchanged), V(refused) or V(failed) (C(msg) says why).
   returned: always
   type: str
   sample: changed
