@@ -56,10 +56,11 @@ def prevent_plan(runtimeclasses, nodes, names=None, mode="warn", max_age="24h"):
     try:
         mode = _mode(mode)
         _prevent.validate_inputs(mode, names, max_age)
-        stale = _prevent.proof(nodes, max_age)[1]
+        judged = _prevent.proof(nodes, max_age)
+        stale = judged[1]
         return {"gate": _prevent.gate(runtimeclasses, nodes, names, max_age),
                 "stale": _prevent.stale_lines(stale), "stale_names": [s["name"] for s in stale], "mode": mode,
-                "no_proof": _prevent.no_proof(nodes, names, mode, max_age),
+                "no_proof": _prevent.no_proof(nodes, names, mode, max_age, judged=judged),
                 "params": {} if mode == "off" else _prevent.admission_params(nodes, runtimeclasses, max_age)}
     except ValueError as exc:
         raise AnsibleFilterError("prevent_plan: %s" % exc)

@@ -73,14 +73,15 @@ def stale_lines(stale):
             % (s["name"], ", ".join(s["handlers"]), s["why"]) for s in stale]
 
 
-def no_proof(nodes, names=None, mode="warn", max_age="24h", now=None):
+def no_proof(nodes, names=None, mode="warn", max_age="24h", now=None, judged=None):
     """Why the run must refuse before any write because no Node carries a fresh verified label, else None.
     Fail closed: every selector and admission parameter prevent.yml writes is derived from that proof, so a run
     with none checked nothing and is never OK. Only a run that gates nothing and turns admission off
-    (gpurt_gate_runtimeclasses=[], gpurt_admission_mode=off) needs no proof: it only removes."""
+    (gpurt_gate_runtimeclasses=[], gpurt_admission_mode=off) needs no proof: it only removes.
+    judged: proof(nodes, max_age)'s result when the caller has it, so the Nodes are judged once."""
     if mode == "off" and names == []:
         return None
-    fresh, stale = proof(nodes, max_age, now)
+    fresh, stale = judged if judged is not None else proof(nodes, max_age, now)
     if verified_nodes(fresh):
         return None
     older = (" (%d Node(s) with older labels, not counted: %s)" % (len(stale), _names([s["name"] for s in stale]))
