@@ -18,8 +18,10 @@ description:
     that a run that fails before judging never leaves the previous run's report looking like its own),
     warns about each C(gpurt_*) variable that no playbook of the collection reads, naming the closest
     one that exists (C(gpurt_kubconfig) - did you mean C(gpurt_kubeconfig)?), fails on a variable the
-    playbook no longer reads (naming its C(gpurt_*) name), and returns the playbook's argument spec
-    (C(playbooks/vars/argument_specs.yml)) for M(ansible.builtin.validate_argument_spec).
+    playbook no longer reads (naming its C(gpurt_*) name), returns the playbook's argument spec
+    (C(playbooks/vars/argument_specs.yml)), and validates the values of the run's variables against it, as
+    M(ansible.builtin.validate_argument_spec) does, failing with its message (C(Validation of arguments failed:)
+    and one line per error); a playbook needs no task of its own for that.
   - Runs on the controller only (action plugin).
 version_added: 0.1.0
 author:
@@ -33,8 +35,8 @@ options:
   variables:
     description:
       - The names of the variables the run defines, for example
-        C({{ q('ansible.builtin.varnames', '.+') }}). Names only; their values are checked by
-        M(ansible.builtin.validate_argument_spec) with RV(argument_spec).
+        C({{ q('ansible.builtin.varnames', '.+') }}). Names only; with O(playbook), their values are read
+        from the host's variables and validated against RV(argument_spec).
     type: list
     elements: str
     default: []
@@ -65,11 +67,6 @@ EXAMPLES = r"""
       junit: "{{ gpurt_report_dir }}/audit.junit.xml"
   run_once: true
   register: gpurt_start
-
-- name: Validate the playbook's variables
-  ansible.builtin.validate_argument_spec:
-    argument_spec: "{{ gpurt_start.argument_spec }}"
-  run_once: true
 """
 
 RETURN = r"""
@@ -99,6 +96,11 @@ argument_spec:
   description: The options of O(playbook), as M(ansible.builtin.validate_argument_spec) takes them.
   returned: when O(playbook) is set
   type: dict
+argument_errors:
+  description: The values that fail RV(argument_spec), as M(ansible.builtin.validate_argument_spec) words them.
+  returned: when the values fail the argument spec
+  type: list
+  elements: str
 not_judged:
   description: The reports replaced by a not-judged report.
   returned: always

@@ -77,7 +77,7 @@ def test_a_bad_value_fails_before_anything_runs_and_marks_the_stale_report(site)
     run = ansible_run.playbook(playbook("audit"), site["inventory"], {"gpurt_fail_on": "bogus"}, check=True)
     assert run.rc == 2, run
     assert run.gate_lines() == [
-        "NOT JUDGED: Validate the run's variables (gpu-1): Validation of arguments failed:",
+        "NOT JUDGED: Check the controller and the run's variables (gpu-1): Validation of arguments failed:",
         "  value of gpurt_fail_on must be one of: error, warning, info, none, got: bogus"], run.gate_lines()
     assert "Gather the loaded containerd config" not in run.out and "Traceback" not in run.text
     assert_not_judged(site, "audit")
@@ -92,7 +92,8 @@ def test_bad_types_are_clear_errors(site, name, value, message):
                                                                       site["manifests"]}, check=True)
     assert run.rc == 2, run
     lines = run.gate_lines()
-    assert lines[0] == "NOT JUDGED: Validate the run's variables (gpu-1): Validation of arguments failed:", lines
+    assert lines[0] == ("NOT JUDGED: Check the controller and the run's variables (gpu-1): "
+                        "Validation of arguments failed:"), lines
     assert "argument '%s' is of type" % name in lines[1] and message in lines[1] and "Traceback" not in run.text
 
 
