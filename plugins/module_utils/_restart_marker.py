@@ -7,7 +7,7 @@ proof after the restart succeeded. While it is there a restart is pending, whate
 can tell (no crictl, no systemd, a run killed between the write and the restart, a restart that
 failed). One marker per main config: restart-pending.json for /etc/containerd/config.toml.
 
-Runs on target hosts: Python 3.8+, standard library only. The controller imports path() only."""
+Runs on target hosts: Python 3.8+, standard library only. The controller imports path() and line() only."""
 
 import hashlib
 import json
@@ -20,6 +20,14 @@ from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _host_pa
 
 NAME = "restart-pending.json"
 _MAX_BYTES = 65536
+
+
+def line(marker):
+    """What a restart marker (read()'s result) says, in one line."""
+    if marker.get("error"):
+        return "the role's restart marker %s says a restart is pending (%s)" % (marker["path"], marker["error"])
+    return "the role wrote %s at %s and the restart after that write was not proved (restart marker %s)" % (
+        ", ".join(marker.get("files") or []) or "files", marker.get("time") or "an unknown time", marker["path"])
 
 
 def path(host_root, state_dir, config_path):

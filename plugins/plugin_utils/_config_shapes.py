@@ -21,6 +21,19 @@ CRI_PLUGIN_NAMES = (CRI_PLUGIN_V3, CRI_PLUGIN_V2, CRI_PLUGIN_V1)
 # service plugin dependency"). 1.x has no io.containerd.cri.v1.* plugins: disabling them changes nothing.
 CRI_IMAGES_PLUGIN = "io.containerd.cri.v1.images"
 _CRI_SERVING = {1: (CRI_PLUGIN_V1, CRI_PLUGIN_V2), 2: (CRI_PLUGIN_V1, CRI_PLUGIN_V2, CRI_PLUGIN_V3, CRI_IMAGES_PLUGIN)}
+# (path in the version 2 CRI section, path in CRI_IMAGES_PLUGIN; what a version 2 to 3 conversion moves)
+IMAGE_KEYS = (
+    (("sandbox_image",), ("pinned_images", "sandbox")),
+    (("containerd", "snapshotter"), ("snapshotter",)),
+    (("containerd", "disable_snapshot_annotations"), ("disable_snapshot_annotations",)),
+    (("containerd", "discard_unpacked_layers"), ("discard_unpacked_layers",)),
+    (("registry",), ("registry",)),
+    (("image_decryption",), ("image_decryption",)),
+    (("max_concurrent_downloads",), ("max_concurrent_downloads",)),
+    (("image_pull_progress_timeout",), ("image_pull_progress_timeout",)),
+    (("image_pull_with_sync_fs",), ("image_pull_with_sync_fs",)),
+    (("stats_collect_period",), ("stats_collect_period",)),
+)
 
 
 class ConfigShapeError(ValueError):

@@ -12,7 +12,8 @@ import re
 
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils._nested import get_in
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils._config_shapes import GENERATOR_PLACEHOLDER as _PLACEHOLDER
-from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils._remediation.convert import CRI_IMAGES, IMAGE_KEYS
+from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils._config_shapes import (
+    CRI_IMAGES_PLUGIN as CRI_IMAGES, IMAGE_KEYS)
 
 # Keys that say how a file is read, not what it sets.
 _NOT_SETTINGS = ("version", "imports")

@@ -6,11 +6,11 @@ its default runtime puts at stake, and whether the running daemon has what the c
 
 import time
 
+from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _restart_marker as restart_marker
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _config_shapes as config_shapes
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils._checks.context import dropins_above_root, merged_files
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils._checks.model import NotRun, finding
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils._checks.registry import check, fixed_by, need, not_fixed
-from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils._remediation.restart import marker_line
 
 V2, V3 = config_shapes.CRI_PLUGIN_V2, config_shapes.CRI_PLUGIN_V3
 
@@ -166,7 +166,8 @@ def _marker_findings(ctx):
         return []
     return [finding(
         ctx.node, "restart_pending", "error", "restart_marker",
-        "%s: the running containerd may lack what the files say, whatever else can be read of it" % marker_line(marker),
+        "%s: the running containerd may lack what the files say, whatever else can be read of it"
+        % restart_marker.line(marker),
         "run remediate.yml (it restarts containerd and proves the runtimes, which removes the marker); restarting by "
         "hand leaves the marker until a run proves the restarted daemon",
         {"marker": marker["path"], "written_at": marker.get("written_at"), "time": marker.get("time"),

@@ -22,23 +22,11 @@ from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _config_
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils._remediation.refusal import Refusal
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils._remediation.toml_edit import ensure_table, get_in
 
-CRI_IMAGES = "io.containerd.cri.v1.images"
+CRI_IMAGES = shapes.CRI_IMAGES_PLUGIN
 # Keys of the version 2 CRI section that version 3 keeps under io.containerd.grpc.v1.cri (the server).
 SERVER_KEYS = ("disable_tcp_service", "stream_server_address", "stream_server_port", "stream_idle_timeout",
                "enable_tls_streaming", "x509_key_pair_streaming")
-# (path in the version 2 CRI section, path in io.containerd.cri.v1.images)
-IMAGE_KEYS = (
-    (("sandbox_image",), ("pinned_images", "sandbox")),
-    (("containerd", "snapshotter"), ("snapshotter",)),
-    (("containerd", "disable_snapshot_annotations"), ("disable_snapshot_annotations",)),
-    (("containerd", "discard_unpacked_layers"), ("discard_unpacked_layers",)),
-    (("registry",), ("registry",)),
-    (("image_decryption",), ("image_decryption",)),
-    (("max_concurrent_downloads",), ("max_concurrent_downloads",)),
-    (("image_pull_progress_timeout",), ("image_pull_progress_timeout",)),
-    (("image_pull_with_sync_fs",), ("image_pull_with_sync_fs",)),
-    (("stats_collect_period",), ("stats_collect_period",)),
-)
+IMAGE_KEYS = shapes.IMAGE_KEYS
 _PLUGIN_LISTS = ("disabled_plugins", "required_plugins")
 
 

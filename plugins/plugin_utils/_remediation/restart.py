@@ -6,15 +6,8 @@ happen after an earlier write), judged on the running view."""
 
 import os
 
+from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _restart_marker as restart_marker
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils._remediation.ownership import is_own
-
-
-def marker_line(marker):
-    """What a restart marker says, in one line."""
-    if marker.get("error"):
-        return "the role's restart marker %s says a restart is pending (%s)" % (marker["path"], marker["error"])
-    return "the role wrote %s at %s and the restart after that write was not proved (restart marker %s)" % (
-        ", ".join(marker.get("files") or []) or "files", marker.get("time") or "an unknown time", marker["path"])
 
 
 def restart_pending(gathered, specs, opts):
@@ -26,7 +19,7 @@ def restart_pending(gathered, specs, opts):
     marker = gathered.get("restart_marker")
     seen = _by_running_view(gathered, specs, opts)
     if marker:
-        return "; ".join([marker_line(marker)] + ([seen] if seen else []))
+        return "; ".join([restart_marker.line(marker)] + ([seen] if seen else []))
     return seen
 
 

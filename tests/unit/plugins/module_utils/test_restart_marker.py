@@ -63,7 +63,7 @@ def test_a_marker_that_does_not_parse_still_says_a_restart_is_pending(tmp_path, 
         handle.write(text)
     got = marker.read(p, main)
     assert got["path"] == where and why in got["error"]
-    assert "says a restart is pending" in restart.marker_line(got)
+    assert "says a restart is pending" in marker.line(got)
 
 
 MARKER = {"path": "/var/lib/gpurt-runtime-gate/restart-pending.json", "written_at": 1796567852.5,
