@@ -54,5 +54,5 @@ def _install(directory):
 if sys.version_info >= (3, 8) and os.environ.get("GPURT_TEST_BYTECODE_CACHE"):
     try:
         _install(os.environ["GPURT_TEST_BYTECODE_CACHE"])
-    except Exception:  # noqa: BLE001 - a cache that cannot be set up is no cache, never a failed import
+    except Exception:  # a cache that cannot be set up is no cache, never a failed start
         pass
