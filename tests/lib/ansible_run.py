@@ -8,6 +8,8 @@ import sys
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 # GPURT_ANSIBLE_BIN runs the playbooks with another controller (make test-oldest: ansible-core 2.16 on Python 3.10).
 BIN = os.environ.get("GPURT_ANSIBLE_BIN") or os.path.dirname(sys.executable)
+# Its sitecustomize keeps the bytecode of what the modules import from their AnsiballZ zip (it says why).
+ZIP_BYTECODE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "zip_bytecode")
 _RECAP = re.compile(r"^(\S+)\s+:\s+ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)\s+"
                     r"skipped=(\d+)\s+rescued=(\d+)\s+ignored=(\d+)", re.MULTILINE)
 
@@ -55,6 +57,8 @@ def env(extra=None):
         ANSIBLE_DEPRECATION_WARNINGS="0",
         ANSIBLE_LOCAL_TEMP=os.environ.get("ANSIBLE_LOCAL_TEMP", "/tmp/gpurt-ansible-local"),
         PATH=BIN + os.pathsep + os.environ.get("PATH", ""),
+        PYTHONPATH=os.pathsep.join([ZIP_BYTECODE] + [p for p in [os.environ.get("PYTHONPATH")] if p]),
+        GPURT_TEST_BYTECODE_CACHE=os.environ.get("GPURT_TEST_BYTECODE_CACHE", "/tmp/gpurt-zip-bytecode"),
     )
     environ.update(extra or {})
     return environ
