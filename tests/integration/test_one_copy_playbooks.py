@@ -3,6 +3,7 @@ cluster_audit.yml and prevent.yml, run as a user runs them (real ansible-playboo
 the summary callback enabled; real containerd binaries; a real kube-apiserver of this module's own). Each test
 asserts on what the console shows: how often a finding's text is printed, the failed line and the node it names,
 no task result or report dumped as JSON, the host the recap charges, the summary and the exit code."""
+import json
 import os
 import time
 
@@ -90,6 +91,56 @@ def test_crosscheck_fails_in_one_short_line_that_names_the_node(containerd, tmp_
     assert "(item=%s: 1 finding (1 error); MISSING=nvidia) => " % named in run.out, run
     # the seed lab's contract, unchanged
     assert run.gate_lines() == ["MISSING=nvidia"], run.gate_lines()
+
+
+# --- a RuntimeClass source that holds none: crosscheck.yml and validate_bootstrap.yml -------------------------------
+
+NO_RUNTIMECLASS = "no RuntimeClass was read, so no handler"
+CHECKED_TOO_LITTLE = "the run checked too little, so the gate fails: the summary's FAILED line says why"
+
+
+def without_callback(tmp_path):
+    """ANSIBLE_CONFIG of an empty ansible.cfg: the run as a user without the summary callback sees it."""
+    (tmp_path / "empty.cfg").write_text("[defaults]\n")
+    return {"ANSIBLE_CONFIG": str(tmp_path / "empty.cfg")}
+
+
+def assert_why_once(run, callback, why):
+    """The reason once (the FAILED line: the callback's, else a task's), the fixed fail message twice (ansible-core
+    2.19's [ERROR] block and its fatal line; once before 2.19), charged to localhost, exit code 2."""
+    assert run.rc == 2, run
+    assert_short(run)
+    assert run.out.count(NO_RUNTIMECLASS) == 1 and run.out.count(why) == 1, run
+    assert 1 <= run.out.count(CHECKED_TOO_LITTLE) <= 2 and run.out.count("fatal: [localhost]: FAILED! => ") == 1, run
+    assert "NOT JUDGED" not in "\n".join(run.gate_lines()), run
+    assert run.recap["localhost"]["failed"] == 1, run.recap
+    if callback:
+        assert any(line.startswith("FAILED: ") and why in line for line in run.gate_lines()), run.gate_lines()
+    else:
+        assert "RUNTIME GATE" not in run.out and ('"FAILED: ' in run.out), run
+
+
+@pytest.mark.parametrize("callback", [True, False])
+def test_crosscheck_with_manifests_that_hold_no_runtimeclass_says_why_once(containerd, tmp_path, callback):
+    (tmp_path / "none.yaml").write_text("# none\n")
+    reports = tmp_path / "reports"
+    run = ansible_run.playbook(os.path.join(PLAYBOOKS, "crosscheck.yml"), "localhost,",
+                               {"gpurt_dump_file": _dump(tmp_path, "gpu-7.toml", "nvidia"),
+                                "gpurt_runtimeclasses_src": str(tmp_path / "none.yaml"),
+                                "gpurt_report_dir": str(reports)},
+                               extra_env=None if callback else without_callback(tmp_path))
+    assert_why_once(run, callback, "in %s: read 1 file(s), holding no document" % (tmp_path / "none.yaml"))
+    assert "gpu-7.toml: no RuntimeClass was read" in run.out, run
+    # the dump was not judged: the report written at play start stands
+    assert json.loads((reports / "crosscheck.json").read_text())["outcome"] == "not_judged"
+
+
+@pytest.mark.parametrize("callback", [True, False])
+def test_validate_bootstrap_with_manifests_that_hold_no_runtimeclass_says_why_once(containerd, tmp_path, callback):
+    (tmp_path / "other.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n")
+    run = validate(containerd, extra_env=None if callback else without_callback(tmp_path),
+                   **template_vars(gpurt_runtimeclasses_src=str(tmp_path / "other.yaml")))
+    assert_why_once(run, callback, "holding %s: kind ConfigMap, apiVersion v1" % (tmp_path / "other.yaml"))
 
 
 # --- cluster_audit.yml and prevent.yml, on a real control plane of this module's own -----------------------------
