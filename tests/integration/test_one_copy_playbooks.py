@@ -226,4 +226,46 @@ def test_prevent_with_only_older_labels_names_them(cluster):
     run = _prevent(cluster, check=True)
     assert run.rc == 2, run
     assert "(1 Node(s) with older labels, not counted: one-3)" in run.gate_lines()[0], run.gate_lines()
-    assert "one-3: not counted as verified" in run.out, run
+    # named in the refusal only, no line of its own (the refusal is ansible-core's failed task: docs/output.md)
+    assert all("(1 Node(s) with older labels, not counted: one-3)" in line
+               for line in run.out.splitlines() if "one-3" in line), run
+
+
+def test_prevent_names_thirty_stale_nodes_in_a_line_per_reason(cluster):
+    """Fleet scale: 29 Nodes whose verified labels are older than gpurt_label_max_age and 2 with no readable check
+    time, in the real apiserver. The console names them in two lines, one per reason, each with its count and 5
+    names; no stale Node has a line of its own."""
+    def label(api, name, checked):
+        api.core.patch_node(name, {"metadata": {
+            "labels": {"runtime-gate.gpurt.io/nvidia": "true", "runtime-gate.gpurt.io/runc": "true"},
+            "annotations": {"runtime-gate.gpurt.io/checked-at": checked}}})
+
+    now = time.time()
+    api = Api(cluster.kubeconfig)
+    try:
+        for i in range(28):
+            api.node("stale-%02d" % i, handlers=["nvidia", "runc"])
+            label(api, "stale-%02d" % i, time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now - 2 * 86400 - i * 3600)))
+        label(api, "one-3", time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now - 3 * 86400)))
+        for name in ("undated-1", "undated-2"):
+            api.node(name, handlers=["nvidia", "runc"])
+            label(api, name, "yesterday")
+        api.node("fresh-1", handlers=["nvidia", "runc"])
+        label(api, "fresh-1", time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now)))
+    finally:
+        api.close()
+    run = _prevent(cluster, check=True)
+    assert run.rc == 0 and "Traceback" not in run.text, run
+    stale = [line for line in run.gate_lines() if line.startswith("stale labels: ")]
+    assert len(stale) == 2, run.gate_lines()
+    assert stale[0].startswith("stale labels: 29 Node(s) not counted as verified: their labels (nvidia, runc) were "
+                               "checked 48.0 h to 75.0 h ago, longer ago than gpurt_label_max_age 24h: "), stale
+    assert "and 24 more; the next labeling run (audit.yml with gpurt_label_nodes=true)" in stale[0], stale
+    assert stale[1].startswith("stale labels: 2 Node(s) not counted as verified: their labels (nvidia, runc) carry no "
+                               "readable check time (annotation runtime-gate.gpurt.io/checked-at: 'yesterday'): "
+                               "undated-1, undated-2; "), stale
+    # each reason once; 5 names of the 29, each once; no line per Node; a console the size of a small fleet's
+    assert run.out.count("longer ago than gpurt_label_max_age") == 1 and run.out.count("no readable check") == 1, run
+    named = [name for name in ["stale-%02d" % i for i in range(28)] + ["one-3"] if name in run.out]
+    assert len(named) == 5 and all(run.out.count(name) == 1 for name in named), run
+    assert len(run.out.splitlines()) < 120, run
