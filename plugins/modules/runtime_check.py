@@ -224,7 +224,8 @@ running:
 msg:
   description:
     - One line per C(MISSING=<handler>), then one per failing finding as C(ERROR check message (fix ...)),
-      or C(OK). Control characters in values are printed escaped.
+      or C(OK); a C(FAILED:) line with the reason when O(require_runtimeclasses=true) found no RuntimeClass.
+      Control characters in values are printed escaped.
   returned: always
   type: str
 """
