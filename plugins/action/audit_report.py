@@ -26,6 +26,7 @@ ARGUMENT_SPEC = dict(
     junit_path=dict(type="path"),
     metrics_path=dict(type="path"),
     allow_no_runtimeclasses=dict(type="bool", default=False),
+    runtimeclasses_none_reason=dict(type="str"),
     fail_run=dict(type="bool", default=True),
     node_label_selector=dict(type="str"),
     checked=dict(type="dict"),
@@ -221,8 +222,9 @@ def run_failures(args, entries):
             out.append("no host to judge: the play had no host (check the inventory, gpurt_audit_hosts and --limit)")
     # A bootstrap that cannot be evaluated was never cross-checked: its RuntimeClasses were not read.
     if not args["runtimeclasses"] and not args["allow_no_runtimeclasses"] and not args.get("not_validated"):
-        out.append("no RuntimeClass was read, so no handler was cross-checked (set "
-                   "allow_no_runtimeclasses / gpurt_allow_no_runtimeclasses=true to audit the nodes alone)")
+        why = args.get("runtimeclasses_none_reason")
+        out.append("no RuntimeClass was read, so no handler was cross-checked%s (set allow_no_runtimeclasses / "
+                   "gpurt_allow_no_runtimeclasses=true to audit the nodes alone)" % (": " + why if why else ""))
     return out
 
 

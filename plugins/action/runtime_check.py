@@ -25,9 +25,12 @@ ARGUMENT_SPEC = dict(
     sandbox_root=dict(type="path"),
     origins=dict(type="dict", default={}),
     require_runtimeclasses=dict(type="bool", default=False),
+    runtimeclasses_none_reason=dict(type="str"),
     max_dump_bytes=containerd_facts.GATHER_SPEC["max_dump_bytes"],
 )
 ARGUMENT_SPEC.update(checks.JUDGE_SPEC)
+# The status of a node left unjudged because no RuntimeClass was read (no report entry stands for it).
+NOT_JUDGED = "NOT JUDGED"
 
 
 def _unroot(value, root):
@@ -65,8 +68,7 @@ class ActionModule(ControllerAction):
         )
         name = args["node_name"] or task_vars.get("inventory_hostname", "node")
         if args["require_runtimeclasses"] and not args["runtimeclasses"]:
-            raise AnsibleActionFail("%s: no RuntimeClass was read, so no handler can be cross-checked: the source "
-                                    "(manifests or cluster) yielded zero RuntimeClasses" % name)
+            return _not_judged(result, name, args)
         try:
             checks.validate_skip(args["skip_checks"])
             if args["gathered"] is not None:
@@ -112,6 +114,20 @@ class ActionModule(ControllerAction):
         if entry["failing"] and not args["report_only"]:
             result["failed"] = True
         return result
+
+
+def _not_judged(result, name, args):
+    """No RuntimeClass to cross-check against: the node is not judged, and the run fails, saying why once (the
+    FAILED line the summary callback prints, or msg for a playbook to print without it)."""
+    reason = "%s: no RuntimeClass was read, so no handler can be cross-checked: %s" % (
+        name, args["runtimeclasses_none_reason"] or "the source (manifests or cluster) yielded zero RuntimeClasses")
+    line = "FAILED: %s" % checks.one_line(reason)
+    result.update(changed=False, node=name, status=NOT_JUDGED, findings=[], missing=[], missing_lines=[], counts={},
+                  checks_run=[], checks_skipped={}, running={}, failing=False, run_failures=[reason], msg=line,
+                  gpurt_summary_lines=[line], detail_lines=[], node_line=checks.on_node(name, NOT_JUDGED))
+    if not args["report_only"]:
+        result["failed"] = True
+    return result
 
 
 def _read_bytes(path, max_bytes):

@@ -59,7 +59,7 @@ def prevent_plan(runtimeclasses, nodes, names=None, mode="warn", max_age="24h"):
         judged = _prevent.proof(nodes, max_age)
         stale = judged[1]
         return {"gate": _prevent.gate(runtimeclasses, nodes, names, max_age),
-                "stale": _prevent.stale_lines(stale), "stale_names": [s["name"] for s in stale], "mode": mode,
+                "stale": _prevent.stale_lines(stale), "stale_nodes": stale, "mode": mode,
                 "no_proof": _prevent.no_proof(nodes, names, mode, max_age, judged=judged),
                 "params": {} if mode == "off" else _prevent.admission_params(nodes, runtimeclasses, max_age)}
     except ValueError as exc:
@@ -69,7 +69,7 @@ def prevent_plan(runtimeclasses, nodes, names=None, mode="warn", max_age="24h"):
 def prevent_summary(plan, admission=None, check_mode=False):
     """The RUNTIME GATE lines of a prevent.yml run from its plan and its admission_policy result."""
     try:
-        return _prevent.summary_lines(plan["gate"], plan["stale_names"], plan["mode"], admission, check_mode)
+        return _prevent.summary_lines(plan["gate"], plan["stale_nodes"], plan["mode"], admission, check_mode)
     except (KeyError, TypeError) as exc:
         raise AnsibleFilterError("prevent_summary: not a prevent_plan result: %s" % exc)
 

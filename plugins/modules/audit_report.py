@@ -103,6 +103,12 @@ options:
       - Do not fail the run when O(runtimeclasses) is empty (audit the nodes alone).
     type: bool
     default: false
+  runtimeclasses_none_reason:
+    description:
+      - Why O(runtimeclasses) is empty
+        (RV(gpurt.runtime_gate.runtimeclass_info#module:none_reason) of M(gpurt.runtime_gate.runtimeclass_info)),
+        named in the run failure it makes.
+    type: str
   fail_run:
     description:
       - Fail the task when the run as a whole checked too little (RV(run_failures)). With V(false) the task

@@ -106,10 +106,18 @@ options:
     default: {}
   require_runtimeclasses:
     description:
-      - Fail when O(runtimeclasses) is empty, as the source yielded no RuntimeClass and no handler
-        could be cross-checked. Without it, C(missing_handler) is reported as skipped.
+      - Judge nothing when O(runtimeclasses) is empty, as the source yielded no RuntimeClass and no handler
+        could be cross-checked - RV(status) is C(NOT JUDGED) and RV(run_failures) says why; the task fails
+        unless O(report_only=true) (then the playbook fails the run once). Without it, C(missing_handler) is
+        reported as skipped.
     type: bool
     default: false
+  runtimeclasses_none_reason:
+    description:
+      - Why O(runtimeclasses) is empty
+        (RV(gpurt.runtime_gate.runtimeclass_info#module:none_reason) of M(gpurt.runtime_gate.runtimeclass_info)),
+        named in RV(run_failures).
+    type: str
   max_dump_bytes:
     description:
       - The largest O(dump_path) file read; a larger one, a FIFO or a device fails the task.
@@ -170,9 +178,16 @@ failing:
   returned: always
   type: bool
 status:
-  description: C(OK), C(FINDINGS) or C(NOT CHECKED) (the gather result was a failure).
+  description:
+    - C(OK), C(FINDINGS) or C(NOT CHECKED) (the gather result was a failure); C(NOT JUDGED) when
+      O(require_runtimeclasses=true) found no RuntimeClass.
   returned: always
   type: str
+run_failures:
+  description: Why the run fails whatever the node holds (no RuntimeClass was read).
+  returned: when no RuntimeClass was read and O(require_runtimeclasses=true)
+  type: list
+  elements: str
 missing:
   description: Handlers that can land on the node and are not loaded.
   returned: always
@@ -209,7 +224,8 @@ running:
 msg:
   description:
     - One line per C(MISSING=<handler>), then one per failing finding as C(ERROR check message (fix ...)),
-      or C(OK). Control characters in values are printed escaped.
+      or C(OK); a C(FAILED:) line with the reason when O(require_runtimeclasses=true) found no RuntimeClass.
+      Control characters in values are printed escaped.
   returned: always
   type: str
 """

@@ -38,6 +38,15 @@ options:
       - The Nodes always come from the cluster, also with O(src).
     type: bool
     default: false
+  on_none:
+    description:
+      - What to do when O(src) holds no RuntimeClass at all (or the cluster has none).
+      - C(fail) fails the task, naming what O(src) holds instead. C(report) returns an empty RV(runtimeclasses)
+        and the reason in RV(none_reason), so that the run that needed them fails once, saying why
+        (C(crosscheck.yml), C(validate_bootstrap.yml)). A cluster with no RuntimeClass never fails the task.
+    type: str
+    choices: [fail, report]
+    default: fail
 extends_documentation_fragment:
   - gpurt.runtime_gate.attributes
   - gpurt.runtime_gate.attributes.k8s_group
@@ -153,6 +162,11 @@ nodes:
   returned: success, when O(list_nodes=true)
   type: list
   elements: dict
+none_reason:
+  description: Why no RuntimeClass was read - what O(src) holds instead, or that the cluster has none.
+  returned: with O(on_none=report), when no RuntimeClass was read
+  type: str
+  sample: "no RuntimeClass (apiVersion node.k8s.io/v1) in /repo/manifests: read 1 file(s), holding no document"
 source:
   description: C(cluster), or O(src) when the RuntimeClasses came from manifests.
   returned: always

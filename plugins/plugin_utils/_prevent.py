@@ -63,7 +63,8 @@ def proof(nodes, max_age="24h", now=None):
         else:
             fresh.append(node)
             continue
-        stale.append(dict(name=node.get("name"), handlers=handlers, why=why))
+        stale.append(dict(name=node.get("name"), handlers=handlers, why=why, checked=checked, max_age=max_age,
+                          age=None if at is None else now - at))
     return fresh, stale
 
 
@@ -71,6 +72,33 @@ def stale_lines(stale):
     return ["%s: not counted as verified: its labels (%s) %s; the next labeling run (audit.yml with "
             "gpurt_label_nodes=true) proves or removes them (until then the scheduler still selects the Node by them)"
             % (s["name"], ", ".join(s["handlers"]), s["why"]) for s in stale]
+
+
+def stale_summary(stale, shown=5):
+    """The stale Nodes for a console at any fleet size: a line per distinct reason (checked too long ago; no
+    readable check time), with its count, the handlers their labels name, and up to `shown` names (stale_lines
+    has every Node's own line)."""
+    older = [s for s in stale if s.get("age") is not None]
+    undated = [s for s in stale if s.get("age") is None]
+    lines = []
+    if older:
+        ages = sorted(s["age"] for s in older)
+        when = ("at %s, %s ago" % (older[0]["checked"], _hours(ages[0])) if len(older) == 1
+                else "%s to %s ago" % (_hours(ages[0]), _hours(ages[-1])))
+        lines.append(_stale_line(older, "were checked %s, longer ago than gpurt_label_max_age %s" % (
+            when, older[0]["max_age"]), shown))
+    if undated:
+        values = sorted(set(repr(s.get("checked")) for s in undated))
+        lines.append(_stale_line(undated, "carry no readable check time (annotation %s: %s)" % (
+            CHECKED_AT, _names(values, 3)), shown))
+    return lines
+
+
+def _stale_line(group, why, shown):
+    handlers = sorted(set(h for s in group for h in s["handlers"]))
+    return ("stale labels: %d Node(s) not counted as verified: their labels (%s) %s: %s; the next labeling run "
+            "(audit.yml with gpurt_label_nodes=true) proves or removes them (until then the scheduler still selects "
+            "those Nodes by them)" % (len(group), ", ".join(handlers), why, _names([s["name"] for s in group], shown)))
 
 
 def no_proof(nodes, names=None, mode="warn", max_age="24h", now=None, judged=None):
@@ -225,10 +253,10 @@ _DECISION_WORDS = {"write": ("gated", "would gate"), "unchanged": ("unchanged", 
                    "skipped": ("unchanged", "unchanged"), "refused": ("refused", "would refuse")}
 
 
-def summary_lines(gate, stale_names, mode, admission=None, check_mode=False):
+def summary_lines(gate, stale, mode, admission=None, check_mode=False):
     """The RUNTIME GATE block of a prevent.yml run: one line per RuntimeClass (gated, unchanged or refused, and
     why; in check mode what it would do), the admission policy's state (admission: the admission_policy result,
-    None when not reached), the stale Nodes by count and a few names."""
+    None when not reached), the stale Nodes (proof's list) a line per reason, by count and a few names."""
     lines = ["%s RuntimeClass %s" % (_DECISION_WORDS.get(g["decision"], (g["decision"],) * 2)[bool(check_mode)],
                                      g["message"]) for g in gate or []]
     if not gate:
@@ -243,10 +271,7 @@ def summary_lines(gate, stale_names, mode, admission=None, check_mode=False):
             mode, ", ".join(done) or "nothing to remove",
             "; enforcement " + admission["enforcement"] if admission.get("enforcement") else ""))
         lines.extend(admission.get("lines") or [])
-    if stale_names:
-        lines.append("stale labels: %d Node(s) not counted as verified (checked longer ago than gpurt_label_max_age, "
-                     "or undated): %s; the next labeling run (audit.yml with gpurt_label_nodes=true) proves or "
-                     "removes them" % (len(stale_names), _names(stale_names, 5)))
+    lines.extend(stale_summary(stale or []))
     return lines
 
 

@@ -7,7 +7,7 @@ import time
 import pytest
 
 from tests.integration.test_validate_bootstrap import run as validate, template_vars
-from tests.lib import ansible_run
+from tests.lib import ansible_run, containerd_bins
 from tests.lib.cluster_objects import Api
 from tests.lib.nodes import Node
 
@@ -89,6 +89,27 @@ def test_validate_bootstrap_prints_why_it_checked_too_little_once(site, private_
     assert run.rc == 2 and "Traceback" not in run.text, run
     assert run.out.count(NO_RUNTIMECLASS) == 1 and run.out.count(CHECKED_TOO_LITTLE) == 2, run
     assert ("FAILED: " + NO_RUNTIMECLASS in "\n".join(run.gate_lines())) is callback, run
+
+
+@pytest.mark.parametrize("callback", [True, False])
+def test_crosscheck_against_a_cluster_with_no_runtimeclass_says_why_once(site, private_cluster, tmp_path, callback):
+    """crosscheck.yml lists the cluster (no gpurt_runtimeclasses_src): it has no RuntimeClass."""
+    config = tmp_path / "config.toml"
+    config.write_text(MAIN.format(root=""))
+    rc, out, err = containerd_bins.dump(containerd_bins.binary("2.1"), str(config))
+    assert rc == 0, err
+    (tmp_path / "gpu-7.toml").write_text(out)
+    (site["base"] / "empty.cfg").write_text("[defaults]\n")
+    run = ansible_run.playbook(os.path.join(ansible_run.REPO, "playbooks", "crosscheck.yml"), "localhost,",
+                               {"gpurt_dump_file": str(tmp_path / "gpu-7.toml"),
+                                "gpurt_kubeconfig": private_cluster.kubeconfig},
+                               extra_env=None if callback else {"ANSIBLE_CONFIG": str(site["base"] / "empty.cfg")})
+    assert run.rc == 2 and "Traceback" not in run.text, run
+    why = "gpu-7.toml: no RuntimeClass was read, so no handler can be cross-checked: the cluster has no RuntimeClass"
+    assert run.out.count("no RuntimeClass was read") == 1 and run.out.count(why) == 1, run
+    assert run.out.count("fatal: [localhost]: FAILED! => ") == 1 and 1 <= run.out.count(CHECKED_TOO_LITTLE) <= 2, run
+    assert run.recap["localhost"]["failed"] == 1, run.recap
+    assert (run.gate_lines() == ["FAILED: " + why]) is callback, run.gate_lines()
 
 
 def test_the_hint_of_a_typo_is_in_the_last_line(site):

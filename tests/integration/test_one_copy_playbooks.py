@@ -3,6 +3,7 @@ cluster_audit.yml and prevent.yml, run as a user runs them (real ansible-playboo
 the summary callback enabled; real containerd binaries; a real kube-apiserver of this module's own). Each test
 asserts on what the console shows: how often a finding's text is printed, the failed line and the node it names,
 no task result or report dumped as JSON, the host the recap charges, the summary and the exit code."""
+import json
 import os
 import time
 
@@ -92,6 +93,56 @@ def test_crosscheck_fails_in_one_short_line_that_names_the_node(containerd, tmp_
     assert run.gate_lines() == ["MISSING=nvidia"], run.gate_lines()
 
 
+# --- a RuntimeClass source that holds none: crosscheck.yml and validate_bootstrap.yml -------------------------------
+
+NO_RUNTIMECLASS = "no RuntimeClass was read, so no handler"
+CHECKED_TOO_LITTLE = "the run checked too little, so the gate fails: the summary's FAILED line says why"
+
+
+def without_callback(tmp_path):
+    """ANSIBLE_CONFIG of an empty ansible.cfg: the run as a user without the summary callback sees it."""
+    (tmp_path / "empty.cfg").write_text("[defaults]\n")
+    return {"ANSIBLE_CONFIG": str(tmp_path / "empty.cfg")}
+
+
+def assert_why_once(run, callback, why):
+    """The reason once (the FAILED line: the callback's, else a task's), the fixed fail message twice (ansible-core
+    2.19's [ERROR] block and its fatal line; once before 2.19), charged to localhost, exit code 2."""
+    assert run.rc == 2, run
+    assert_short(run)
+    assert run.out.count(NO_RUNTIMECLASS) == 1 and run.out.count(why) == 1, run
+    assert 1 <= run.out.count(CHECKED_TOO_LITTLE) <= 2 and run.out.count("fatal: [localhost]: FAILED! => ") == 1, run
+    assert "NOT JUDGED" not in "\n".join(run.gate_lines()), run
+    assert run.recap["localhost"]["failed"] == 1, run.recap
+    if callback:
+        assert any(line.startswith("FAILED: ") and why in line for line in run.gate_lines()), run.gate_lines()
+    else:
+        assert "RUNTIME GATE" not in run.out and ('"FAILED: ' in run.out), run
+
+
+@pytest.mark.parametrize("callback", [True, False])
+def test_crosscheck_with_manifests_that_hold_no_runtimeclass_says_why_once(containerd, tmp_path, callback):
+    (tmp_path / "none.yaml").write_text("# none\n")
+    reports = tmp_path / "reports"
+    run = ansible_run.playbook(os.path.join(PLAYBOOKS, "crosscheck.yml"), "localhost,",
+                               {"gpurt_dump_file": _dump(tmp_path, "gpu-7.toml", "nvidia"),
+                                "gpurt_runtimeclasses_src": str(tmp_path / "none.yaml"),
+                                "gpurt_report_dir": str(reports)},
+                               extra_env=None if callback else without_callback(tmp_path))
+    assert_why_once(run, callback, "in %s: read 1 file(s), holding no document" % (tmp_path / "none.yaml"))
+    assert "gpu-7.toml: no RuntimeClass was read" in run.out, run
+    # the dump was not judged: the report written at play start stands
+    assert json.loads((reports / "crosscheck.json").read_text())["outcome"] == "not_judged"
+
+
+@pytest.mark.parametrize("callback", [True, False])
+def test_validate_bootstrap_with_manifests_that_hold_no_runtimeclass_says_why_once(containerd, tmp_path, callback):
+    (tmp_path / "other.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n")
+    run = validate(containerd, extra_env=None if callback else without_callback(tmp_path),
+                   **template_vars(gpurt_runtimeclasses_src=str(tmp_path / "other.yaml")))
+    assert_why_once(run, callback, "holding %s: kind ConfigMap, apiVersion v1" % (tmp_path / "other.yaml"))
+
+
 # --- cluster_audit.yml and prevent.yml, on a real control plane of this module's own -----------------------------
 
 @pytest.fixture(scope="module")
@@ -137,17 +188,28 @@ def _prevent(cluster, check=False, **extra):
                                 dict({"gpurt_kubeconfig": cluster.kubeconfig}, **extra), check=check)
 
 
-@pytest.mark.parametrize("check", [True, False])
-def test_prevent_with_no_verified_label_writes_nothing_fails_and_says_why(cluster, check):
-    run = _prevent(cluster, check=check)
+NO_PROOF = ("FAILED: nothing was written: no Node carries a verified label (runtime-gate.gpurt.io/<handler>=true) "
+            "checked within gpurt_label_max_age 24h, so there is nothing to gate on")
+REFUSED = "nothing was written: no Node's fresh verified label backs the run: the summary's FAILED line says why"
+
+
+@pytest.mark.parametrize("check, callback", [(True, True), (False, True), (False, False)])
+def test_prevent_with_no_verified_label_writes_nothing_fails_and_says_why(cluster, tmp_path, check, callback):
+    """The reason once: on the summary's FAILED line (the callback's, else a task's); the failed task's message is
+    short and fixed (twice on ansible-core 2.19: its [ERROR] block and its fatal line)."""
+    run = ansible_run.playbook(os.path.join(PLAYBOOKS, "prevent.yml"), "localhost,",
+                               {"gpurt_kubeconfig": cluster.kubeconfig}, check=check,
+                               extra_env=None if callback else without_callback(tmp_path))
     assert run.rc == 2, run
     assert '"msg": []' not in run.out and "Traceback" not in run.text, run
-    lines = run.gate_lines()
-    assert len(lines) == 1, lines
-    assert lines[0].startswith("NOT JUDGED: Refuse a run that no Node's verified labels back (localhost): nothing was "
-                               "written: no Node carries a verified label (runtime-gate.gpurt.io/<handler>=true) "
-                               "checked within gpurt_label_max_age 24h, so there is nothing to gate on"), lines
-    assert "label the Nodes first (audit.yml with gpurt_label_nodes=true)" in lines[0], lines
+    assert run.out.count("so there is nothing to gate on") == 1 and 1 <= run.out.count(REFUSED) <= 2, run
+    assert run.out.count("label the Nodes first (audit.yml with gpurt_label_nodes=true)") == 1, run
+    if callback:
+        lines = run.gate_lines()
+        assert len(lines) == 1 and lines[0].startswith(NO_PROOF), lines
+        assert "label the Nodes first (audit.yml with gpurt_label_nodes=true)" in lines[0], lines
+    else:
+        assert "RUNTIME GATE" not in run.out and '"' + NO_PROOF in run.out, run
     assert run.recap["localhost"]["failed"] == 1, run.recap
     api = Api(cluster.kubeconfig)
     try:
@@ -175,4 +237,45 @@ def test_prevent_with_only_older_labels_names_them(cluster):
     run = _prevent(cluster, check=True)
     assert run.rc == 2, run
     assert "(1 Node(s) with older labels, not counted: one-3)" in run.gate_lines()[0], run.gate_lines()
-    assert "one-3: not counted as verified" in run.out, run
+    # named once, in the refusal's reason: no line of its own
+    assert run.out.count("one-3") == 1, run
+
+
+def test_prevent_names_thirty_stale_nodes_in_a_line_per_reason(cluster):
+    """Fleet scale: 29 Nodes whose verified labels are older than gpurt_label_max_age and 2 with no readable check
+    time, in the real apiserver. The console names them in two lines, one per reason, each with its count and 5
+    names; no stale Node has a line of its own."""
+    def label(api, name, checked):
+        api.core.patch_node(name, {"metadata": {
+            "labels": {"runtime-gate.gpurt.io/nvidia": "true", "runtime-gate.gpurt.io/runc": "true"},
+            "annotations": {"runtime-gate.gpurt.io/checked-at": checked}}})
+
+    now = time.time()
+    api = Api(cluster.kubeconfig)
+    try:
+        for i in range(28):
+            api.node("stale-%02d" % i, handlers=["nvidia", "runc"])
+            label(api, "stale-%02d" % i, time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now - 2 * 86400 - i * 3600)))
+        label(api, "one-3", time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now - 3 * 86400)))
+        for name in ("undated-1", "undated-2"):
+            api.node(name, handlers=["nvidia", "runc"])
+            label(api, name, "yesterday")
+        api.node("fresh-1", handlers=["nvidia", "runc"])
+        label(api, "fresh-1", time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now)))
+    finally:
+        api.close()
+    run = _prevent(cluster, check=True)
+    assert run.rc == 0 and "Traceback" not in run.text, run
+    stale = [line for line in run.gate_lines() if line.startswith("stale labels: ")]
+    assert len(stale) == 2, run.gate_lines()
+    assert stale[0].startswith("stale labels: 29 Node(s) not counted as verified: their labels (nvidia, runc) were "
+                               "checked 48.0 h to 75.0 h ago, longer ago than gpurt_label_max_age 24h: "), stale
+    assert "and 24 more; the next labeling run (audit.yml with gpurt_label_nodes=true)" in stale[0], stale
+    assert stale[1].startswith("stale labels: 2 Node(s) not counted as verified: their labels (nvidia, runc) carry no "
+                               "readable check time (annotation runtime-gate.gpurt.io/checked-at: 'yesterday'): "
+                               "undated-1, undated-2; "), stale
+    # each reason once; 5 names of the 29, each once; no line per Node; a console the size of a small fleet's
+    assert run.out.count("longer ago than gpurt_label_max_age") == 1 and run.out.count("no readable check") == 1, run
+    named = [name for name in ["stale-%02d" % i for i in range(28)] + ["one-3"] if name in run.out]
+    assert len(named) == 5 and all(run.out.count(name) == 1 for name in named), run
+    assert len(run.out.splitlines()) < 120, run

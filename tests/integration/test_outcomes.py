@@ -236,9 +236,10 @@ def test_validate_bootstrap_that_read_no_runtimeclass_fails_unless_allowed(site,
     allowed = bootstrap(site, containerd, gpurt_kubeconfig=kubeconfig, gpurt_runtimeclasses_src=None,
                         gpurt_allow_no_runtimeclasses=True)
     assert refused.rc == 2, refused
-    assert refused.gate_lines() == ["bootstrap: OK", "FAILED: no RuntimeClass was read, so no handler was cross-checked "
-                                    "(set allow_no_runtimeclasses / gpurt_allow_no_runtimeclasses=true to audit the "
-                                    "nodes alone)"], refused.gate_lines()
+    assert refused.gate_lines() == [
+        "bootstrap: OK", "FAILED: no RuntimeClass was read, so no handler was cross-checked: the cluster has no "
+        "RuntimeClass (set allow_no_runtimeclasses / gpurt_allow_no_runtimeclasses=true to audit the nodes alone)"], \
+        refused.gate_lines()
     assert allowed.rc == 0, allowed
     doc, _root = report(site, "validate-bootstrap")
     assert doc["outcome"] == "passed"

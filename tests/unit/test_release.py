@@ -103,3 +103,32 @@ def test_the_oldest_controller_ci_runs_is_the_floor_the_collection_claims():
                                   "requirements-*.txt", ".ci", "tools", "tests", "inventory"])
 def test_build_ignore_names_the_development_files(name):
     assert name in GALAXY["build_ignore"]
+
+
+def test_a_fresh_install_keeps_cryptography_below_its_dsa_warning():
+    """Issue 35: `pip install ansible-core` pulled cryptography 51, whose DSA deprecation warning ansible-core prints on
+    every command. requirements.txt and the README's install line keep below it, as the test venv does."""
+    assert "cryptography<51" in requirement_lines("requirements.txt")
+    with open(os.path.join(REPO, "README.md")) as handle:
+        installs = [line for line in handle.read().splitlines() if "pip install 'ansible-core" in line]
+    assert installs and all("'cryptography<51'" in line for line in installs), installs
+    pinned = dict(line.split("==") for line in requirement_lines("requirements-test.txt") if "==" in line)
+    assert version_tuple(pinned["cryptography"])[0] < 51, pinned
+
+
+def test_the_readme_says_what_the_one_galaxy_dependency_is_for():
+    """Issue 35: the install needs Galaxy only for kubernetes.core, which only gpurt_drain uses: the README's install
+    line works offline (--no-deps) and says so, and kubernetes.core is used by the drain tasks alone."""
+    assert sorted(GALAXY["dependencies"]) == ["kubernetes.core"]
+    with open(os.path.join(REPO, "README.md")) as handle:
+        readme = " ".join(handle.read().split())
+    assert "ansible-galaxy collection install --no-deps -p ~/.ansible/collections" in readme
+    assert "`--no-deps` keeps the install offline" in readme and "`kubernetes.core`, serves only `gpurt_drain=true`" \
+        in readme
+    users = set()
+    for path in glob.glob(os.path.join(REPO, "playbooks", "**", "*.yml"), recursive=True) + \
+            glob.glob(os.path.join(REPO, "roles", "**", "*.yml"), recursive=True):
+        with open(path) as handle:
+            if re.search(r"^\s*kubernetes\.core\.\w+:", handle.read(), re.M):
+                users.add(os.path.relpath(path, REPO))
+    assert users == {"playbooks/tasks/drain.yml"}, users

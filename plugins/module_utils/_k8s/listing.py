@@ -35,7 +35,8 @@ def argument_spec(**extra):
     return spec
 
 
-RUNTIMECLASS_INFO_SPEC = argument_spec(list_nodes=dict(type="bool", default=False))
+RUNTIMECLASS_INFO_SPEC = argument_spec(list_nodes=dict(type="bool", default=False),
+                                       on_none=dict(type="str", choices=["fail", "report"], default="fail"))
 NODE_INFO_SPEC = argument_spec(names=dict(type="list", elements="str"), label_selector=dict(type="str"))
 
 
@@ -53,8 +54,14 @@ def _collect(params, result, wanted, secrets):
     for want in wanted:
         if want.get("src"):
             keep = want.get("keep")
-            out[want["resource"]] = [(obj, source) for obj, source in k8s_objects.load_manifests(want["src"], want["kind"])
-                                     if keep is None or keep(obj)]
+            try:
+                loaded = k8s_objects.load_manifests(want["src"], want["kind"])
+            except k8s_objects.NoObjects as exc:
+                if not want.get("report_none"):
+                    raise
+                # on_none=report: the run that needed them says why it fails, once (none_reason)
+                loaded, result["none_reason"] = [], str(exc)
+            out[want["resource"]] = [(obj, source) for obj, source in loaded if keep is None or keep(obj)]
         else:
             remote.append(want)
     result["source"] = wanted[0].get("src") or "cluster"
@@ -114,11 +121,15 @@ def list_many(params, result, wanted, warn):
 def runtimeclass_info(params, warn):
     """runtimeclass_info's result: the RuntimeClasses, and with list_nodes the Nodes, in one session."""
     result = new_result()
-    wanted = [dict(kind="RuntimeClass", resource="runtimeclasses", src=params["src"])]
+    wanted = [dict(kind="RuntimeClass", resource="runtimeclasses", src=params["src"],
+                   report_none=params["on_none"] == "report")]
     if params["list_nodes"]:
         wanted.append(dict(kind="Node", resource="nodes"))
     listed = list_many(params, result, wanted, warn)
     result["runtimeclasses"] = listed["runtimeclasses"]
+    if not result["runtimeclasses"] and params["on_none"] == "report":
+        result.setdefault("none_reason", "the cluster has no RuntimeClass" if not params["src"] else
+                          "no RuntimeClass in %s" % params["src"])
     if params["list_nodes"]:
         result["nodes"] = listed["nodes"]
     return result

@@ -296,6 +296,10 @@ def _describe_doc(doc, where):
     return "%s: kind %s, apiVersion %s" % (where, _text(doc.get("kind", "(none)")), _text(doc.get("apiVersion", "(none)")))
 
 
+class NoObjects(ValueError):
+    """The manifests hold no object of the kind at all (its message lists what they hold instead)."""
+
+
 def load_manifests(path, kind, others=None):
     """Objects of one kind (e.g. "RuntimeClass", "Node") from a file or directory.
 
@@ -357,7 +361,7 @@ def load_manifests(path, kind, others=None):
                          "from them: %s" % (len(almost), path, kind, kind, "; ".join(almost)))
     if not pairs:
         listed = "; ".join(seen[:10]) + ("; and %d more" % (len(seen) - 10) if len(seen) > 10 else "")
-        raise ValueError("no %s (apiVersion %s) in %s: read %d file(s)%s" % (
+        raise NoObjects("no %s (apiVersion %s) in %s: read %d file(s)%s" % (
             kind, API_VERSIONS[kind], path, len(files), ", holding %s" % listed if seen else ", holding no document"))
     return pairs
 

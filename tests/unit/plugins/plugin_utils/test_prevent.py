@@ -206,7 +206,7 @@ def test_summary_lines_say_each_class_the_admission_state_and_the_stale_nodes_on
     admission = {"objects": [{"kind": "ConfigMap", "name": "params", "action": "created"},
                              {"kind": "ValidatingAdmissionPolicy", "name": "gate", "action": "none"}],
                  "lines": ["parameter handler.x was removed"], "enforcement": "not proven in check mode"}
-    stale = ["old-%d" % i for i in range(8)]
+    stale = _prevent.proof([node("old-%d" % i, "nvidia", checked=OLD) for i in range(8)], "24h", now=NOW)[1]
     lines = _prevent.summary_lines(gate, stale, "warn", admission, check_mode=True)
     assert lines[0].startswith("unchanged RuntimeClass kata: not gated: handler 'kata' is verified on no Node"), lines
     assert lines[1] == "would gate RuntimeClass nvidia: nodeSelector {%snvidia=true}; 1 Node(s) match: gpu-1" % P
@@ -219,3 +219,29 @@ def test_summary_lines_say_each_class_the_admission_state_and_the_stale_nodes_on
     assert real[1].startswith("gated RuntimeClass nvidia: ") and len(real) == 4, real
     assert real[3] == "admission policy (gpurt_admission_mode=off): nothing to remove", real
     assert _prevent.summary_lines([], [], "warn")[0] == "no RuntimeClass in the cluster; nothing to gate"
+
+
+def test_stale_nodes_are_a_line_per_reason_at_any_fleet_size():
+    """Issue 35: 3,000 stale Nodes are two lines (one per reason), each with its count, the handlers their labels
+    name, the ages or the annotation values, and up to 5 names; every Node's own line stays in stale_lines."""
+    older = [node("old-%04d" % i, "nvidia", "runc", checked=time.strftime(
+        "%Y-%m-%dT%H:%M:%SZ", time.gmtime(NOW - 86400 - 3600 * (1 + i % 48)))) for i in range(2990)]
+    undated = [node("undated-%d" % i, "kata", checked=None if i % 2 else "yesterday") for i in range(10)]
+    fresh, stale = _prevent.proof(older + undated + NODES, "24h", now=NOW)
+    assert len(stale) == 3000 and len(_prevent.stale_lines(stale)) == 3000
+    lines = _prevent.stale_summary(stale)
+    assert lines == [
+        "stale labels: 2990 Node(s) not counted as verified: their labels (nvidia, runc) were checked 25.0 h to "
+        "72.0 h ago, longer ago than gpurt_label_max_age 24h: old-0000, old-0001, old-0002, old-0003, old-0004 and "
+        "2985 more; the next labeling run (audit.yml with gpurt_label_nodes=true) proves or removes them (until then "
+        "the scheduler still selects those Nodes by them)",
+        "stale labels: 10 Node(s) not counted as verified: their labels (kata) carry no readable check time "
+        "(annotation %schecked-at: 'yesterday', None): undated-0, undated-1, undated-2, undated-3, undated-4 and 5 "
+        "more; the next labeling run (audit.yml with gpurt_label_nodes=true) proves or removes them (until then the "
+        "scheduler still selects those Nodes by them)" % P]
+    one = _prevent.stale_summary(_prevent.proof([node("gpu-7", "nvidia", "runc", checked=OLD)], "24h", now=NOW)[1])
+    assert one == ["stale labels: 1 Node(s) not counted as verified: their labels (nvidia, runc) were checked at %s, "
+                   "72.0 h ago, longer ago than gpurt_label_max_age 24h: gpu-7; the next labeling run (audit.yml with "
+                   "gpurt_label_nodes=true) proves or removes them (until then the scheduler still selects those "
+                   "Nodes by them)" % OLD]
+    assert _prevent.summary_lines([], stale, "warn")[-2:] == lines
