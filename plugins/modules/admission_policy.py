@@ -54,7 +54,8 @@ options:
   enforcement_timeout:
     description:
       - Seconds to wait for the policy to reach admission (through the apiserver's informers) before the task
-        fails as not enforced; at most what the task's O(deadline) leaves.
+        fails as not enforced; at most what the task's O(deadline) leaves. 0 probes once.
+      - prevent.yml passes C(gpurt_admission_enforcement_timeout).
     type: float
     default: 30.0
 extends_documentation_fragment:

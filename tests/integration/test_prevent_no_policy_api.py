@@ -86,11 +86,12 @@ def test_an_unenforced_policy_fails_the_run_naming_the_plugin(unenforced):
     try:
         verified_nvidia_node(api, "unenforced-gpu-1")
         started = time.time()
-        result = prevent(unenforced, gpurt_admission_mode="deny")
+        # a short wait (the default is 30 s): the message names the wait the run was given
+        result = prevent(unenforced, gpurt_admission_mode="deny", gpurt_admission_enforcement_timeout=4)
         assert result.rc == 2, result
         text = " ".join(result.text.split())
         assert ("the policy runtime-gate.gpurt.io is written but not enforced: a dry-run create of a RuntimeClass "
-                "with handler 'gpurt-enforcement-probe', which no Node loads, was admitted without a warning for 30 s, "
+                "with handler 'gpurt-enforcement-probe', which no Node loads, was admitted without a warning for 4 s, "
                 "not refused") in text, result
         assert "ValidatingAdmissionPolicy admission plugin is off" in text and "gpurt_admission_mode=off" in text
         assert "Traceback" not in text
@@ -99,7 +100,12 @@ def test_an_unenforced_policy_fails_the_run_naming_the_plugin(unenforced):
         assert [rc.metadata.name for rc in api.node_k8s.list_runtime_class().items] == ["nvidia"]
         assert api.node_k8s.read_runtime_class("nvidia").scheduling is None
         # warn: no warning comes back either
-        warn = prevent(unenforced, gpurt_admission_mode="warn")
+        warn = prevent(unenforced, gpurt_admission_mode="warn", gpurt_admission_enforcement_timeout=0)
         assert warn.rc == 2 and "not admitted with a warning" in " ".join(warn.text.split()), warn
+        # a negative wait is refused by name, before the module's first request
+        bad = prevent(unenforced, gpurt_admission_mode="deny", gpurt_admission_enforcement_timeout=-1)
+        assert bad.rc == 2 and "gpurt_admission_enforcement_timeout) must be a number of seconds, 0 or more (got -1.0)" \
+            in " ".join(bad.text.split()), bad
+        assert "Traceback" not in bad.text
     finally:
         api.close()

@@ -279,6 +279,9 @@ def run(module):
     params = module.params
     result = dict(changed=False, objects=[], api_requests=0, lines=[], params_removed=[], params_taken_over=[],
                   enforcement=None)
+    if not params["enforcement_timeout"] >= 0:
+        module.fail_json(msg="enforcement_timeout (prevent.yml: gpurt_admission_enforcement_timeout) must be a number of "
+                             "seconds, 0 or more (got %r)" % (params["enforcement_timeout"],), **result)
     if params["mode"] != "off":
         try:
             bodies = desired(params)
