@@ -81,6 +81,51 @@ def test_cluster_audit_prints_why_it_checked_too_little_once(private_cluster):
     assert run.recap["localhost"]["failed"] == 1, run.recap
 
 
+HOLDS_NONE = "in %s: read 1 file(s), holding no document"
+
+
+@pytest.mark.parametrize("callback", [True, False])
+def test_audit_with_manifests_that_hold_no_runtimeclass_says_why_once(site, callback):
+    """gpurt_runtimeclasses_src names a file with no RuntimeClass: the nodes are judged and summed up, and the run
+    fails on the controller, the reason (what the manifests hold) printed once."""
+    (site["base"] / "empty.cfg").write_text("[defaults]\n")
+    why = HOLDS_NONE % (site["base"] / "none.yaml")
+    run = ansible_run.playbook(AUDIT, site["inventory"], {"gpurt_runtimeclasses_src": str(site["base"] / "none.yaml")},
+                               check=True, extra_env=None if callback else {
+                                   "ANSIBLE_CONFIG": str(site["base"] / "empty.cfg")})
+    assert run.rc == 2 and "Traceback" not in run.text, run
+    assert max(len(line) for line in run.out.splitlines()) < 700, run
+    assert run.out.count(why) == 1 and run.out.count(NO_RUNTIMECLASS) == 1, run
+    assert 1 <= run.out.count(CHECKED_TOO_LITTLE) <= 2 and run.out.count("fatal: [localhost]: FAILED! => ") == 1, run
+    assert run.recap["localhost"]["failed"] == 1, run.recap
+    assert run.recap["gpu-1"]["failed"] == 0 and run.recap["gpu-2"]["failed"] == 0, run.recap
+    if callback:
+        gate = run.gate_lines()
+        assert gate[:2] == ["gpu-1: OK", "gpu-2: OK"], gate
+        assert gate[-2].startswith("FAILED: " + NO_RUNTIMECLASS) and why in gate[-2], gate
+    else:
+        assert "RUNTIME GATE" not in run.out and run.out.count('"FAILED: ' + NO_RUNTIMECLASS) == 1, run
+
+
+@pytest.mark.parametrize("callback", [True, False])
+def test_cluster_audit_with_manifests_that_hold_no_runtimeclass_says_why_once(site, private_cluster, callback):
+    (site["base"] / "empty.cfg").write_text("[defaults]\n")
+    why = HOLDS_NONE % (site["base"] / "none.yaml")
+    run = ansible_run.playbook(os.path.join(ansible_run.REPO, "playbooks", "cluster_audit.yml"), "localhost,",
+                               {"gpurt_kubeconfig": private_cluster.kubeconfig,
+                                "gpurt_runtimeclasses_src": str(site["base"] / "none.yaml")},
+                               extra_env=None if callback else {"ANSIBLE_CONFIG": str(site["base"] / "empty.cfg")})
+    assert run.rc == 2 and "Traceback" not in run.text, run
+    assert max(len(line) for line in run.out.splitlines()) < 700, run
+    assert run.out.count(why) == 1 and run.out.count(NO_RUNTIMECLASS) == 1, run
+    assert 1 <= run.out.count(CHECKED_TOO_LITTLE) <= 2 and run.out.count("fatal: [localhost]: FAILED! => ") == 1, run
+    assert run.recap["localhost"]["failed"] == 1, run.recap
+    if callback:
+        assert any(line.startswith("FAILED: " + NO_RUNTIMECLASS) and why in line for line in run.gate_lines()), run
+    else:
+        assert "RUNTIME GATE" not in run.out and run.out.count('"FAILED: ' + NO_RUNTIMECLASS) == 1, run
+
+
 @pytest.mark.parametrize("callback", [True, False])
 def test_validate_bootstrap_prints_why_it_checked_too_little_once(site, private_cluster, containerd, callback):
     (site["base"] / "empty.cfg").write_text("[defaults]\n")
