@@ -1,6 +1,7 @@
 """Issue 35 item 2: one copy of each failure, the short fatal line, the right host charged, the summary
 always printed, and the hint of a typo in the last line; real ansible-playbook runs of audit.yml on local
 nodes loaded by the real containerd, with the repository's ansible.cfg (the summary callback enabled)."""
+import json
 import os
 import time
 
@@ -85,14 +86,17 @@ HOLDS_NONE = "in %s: read 1 file(s), holding no document"
 
 
 @pytest.mark.parametrize("callback", [True, False])
-def test_audit_with_manifests_that_hold_no_runtimeclass_says_why_once(site, callback):
+def test_audit_with_manifests_that_hold_no_runtimeclass_says_why_once(site, tmp_path, callback):
     """gpurt_runtimeclasses_src names a file with no RuntimeClass: the nodes are judged and summed up, and the run
-    fails on the controller, the reason (what the manifests hold) printed once."""
+    fails on the controller, the reason (what the manifests hold) printed once; the report says failed, with why."""
     (site["base"] / "empty.cfg").write_text("[defaults]\n")
     why = HOLDS_NONE % (site["base"] / "none.yaml")
-    run = ansible_run.playbook(AUDIT, site["inventory"], {"gpurt_runtimeclasses_src": str(site["base"] / "none.yaml")},
+    run = ansible_run.playbook(AUDIT, site["inventory"], {"gpurt_runtimeclasses_src": str(site["base"] / "none.yaml"),
+                                                          "gpurt_report_dir": str(tmp_path)},
                                check=True, extra_env=None if callback else {
                                    "ANSIBLE_CONFIG": str(site["base"] / "empty.cfg")})
+    report = json.loads((tmp_path / "audit.json").read_text())
+    assert report["outcome"] == "failed" and any(why in failure for failure in report["run_failures"]), report
     assert run.rc == 2 and "Traceback" not in run.text, run
     assert max(len(line) for line in run.out.splitlines()) < 700, run
     assert run.out.count(why) == 1 and run.out.count(NO_RUNTIMECLASS) == 1, run
