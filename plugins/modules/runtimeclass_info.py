@@ -43,7 +43,8 @@ options:
       - What to do when O(src) holds no RuntimeClass at all (or the cluster has none).
       - C(fail) fails the task, naming what O(src) holds instead. C(report) returns an empty RV(runtimeclasses)
         and the reason in RV(none_reason), so that the run that needed them fails once, saying why
-        (C(crosscheck.yml), C(validate_bootstrap.yml)). A cluster with no RuntimeClass never fails the task.
+        (C(audit.yml), C(cluster_audit.yml), C(crosscheck.yml), C(validate_bootstrap.yml)). A cluster with no
+        RuntimeClass never fails the task.
     type: str
     choices: [fail, report]
     default: fail

@@ -1,6 +1,7 @@
 """Issue 35 item 2: one copy of each failure, the short fatal line, the right host charged, the summary
 always printed, and the hint of a typo in the last line; real ansible-playbook runs of audit.yml on local
 nodes loaded by the real containerd, with the repository's ansible.cfg (the summary callback enabled)."""
+import json
 import os
 import time
 
@@ -19,6 +20,8 @@ MAIN = 'version = 3\n[plugins."io.containerd.cri.v1.runtime".containerd.runtimes
        '  BinaryName = "{root}/usr/bin/nvidia-container-runtime"\n'
 NO_RUNTIMECLASS = "no RuntimeClass was read, so no handler was cross-checked"
 CHECKED_TOO_LITTLE = "the run checked too little, so the gate fails: the summary's FAILED line says why"
+ADMISSION_FAILED = ("no RuntimeClass was gated: the admission policy could not be kept current: the summary's FAILED "
+                    "line says why")
 
 
 @pytest.fixture(scope="module")
@@ -79,6 +82,54 @@ def test_cluster_audit_prints_why_it_checked_too_little_once(private_cluster):
     assert run.recap["localhost"]["failed"] == 1, run.recap
 
 
+HOLDS_NONE = "in %s: read 1 file(s), holding no document"
+
+
+@pytest.mark.parametrize("callback", [True, False])
+def test_audit_with_manifests_that_hold_no_runtimeclass_says_why_once(site, tmp_path, callback):
+    """gpurt_runtimeclasses_src names a file with no RuntimeClass: the nodes are judged and summed up, and the run
+    fails on the controller, the reason (what the manifests hold) printed once; the report says failed, with why."""
+    (site["base"] / "empty.cfg").write_text("[defaults]\n")
+    why = HOLDS_NONE % (site["base"] / "none.yaml")
+    run = ansible_run.playbook(AUDIT, site["inventory"], {"gpurt_runtimeclasses_src": str(site["base"] / "none.yaml"),
+                                                          "gpurt_report_dir": str(tmp_path)},
+                               check=True, extra_env=None if callback else {
+                                   "ANSIBLE_CONFIG": str(site["base"] / "empty.cfg")})
+    report = json.loads((tmp_path / "audit.json").read_text())
+    assert report["outcome"] == "failed" and any(why in failure for failure in report["run_failures"]), report
+    assert run.rc == 2 and "Traceback" not in run.text, run
+    assert max(len(line) for line in run.out.splitlines()) < 700, run
+    assert run.out.count(why) == 1 and run.out.count(NO_RUNTIMECLASS) == 1, run
+    assert 1 <= run.out.count(CHECKED_TOO_LITTLE) <= 2 and run.out.count("fatal: [localhost]: FAILED! => ") == 1, run
+    assert run.recap["localhost"]["failed"] == 1, run.recap
+    assert run.recap["gpu-1"]["failed"] == 0 and run.recap["gpu-2"]["failed"] == 0, run.recap
+    if callback:
+        gate = run.gate_lines()
+        assert gate[:2] == ["gpu-1: OK", "gpu-2: OK"], gate
+        assert gate[-2].startswith("FAILED: " + NO_RUNTIMECLASS) and why in gate[-2], gate
+    else:
+        assert "RUNTIME GATE" not in run.out and run.out.count('"FAILED: ' + NO_RUNTIMECLASS) == 1, run
+
+
+@pytest.mark.parametrize("callback", [True, False])
+def test_cluster_audit_with_manifests_that_hold_no_runtimeclass_says_why_once(site, private_cluster, callback):
+    (site["base"] / "empty.cfg").write_text("[defaults]\n")
+    why = HOLDS_NONE % (site["base"] / "none.yaml")
+    run = ansible_run.playbook(os.path.join(ansible_run.REPO, "playbooks", "cluster_audit.yml"), "localhost,",
+                               {"gpurt_kubeconfig": private_cluster.kubeconfig,
+                                "gpurt_runtimeclasses_src": str(site["base"] / "none.yaml")},
+                               extra_env=None if callback else {"ANSIBLE_CONFIG": str(site["base"] / "empty.cfg")})
+    assert run.rc == 2 and "Traceback" not in run.text, run
+    assert max(len(line) for line in run.out.splitlines()) < 700, run
+    assert run.out.count(why) == 1 and run.out.count(NO_RUNTIMECLASS) == 1, run
+    assert 1 <= run.out.count(CHECKED_TOO_LITTLE) <= 2 and run.out.count("fatal: [localhost]: FAILED! => ") == 1, run
+    assert run.recap["localhost"]["failed"] == 1, run.recap
+    if callback:
+        assert any(line.startswith("FAILED: " + NO_RUNTIMECLASS) and why in line for line in run.gate_lines()), run
+    else:
+        assert "RUNTIME GATE" not in run.out and run.out.count('"FAILED: ' + NO_RUNTIMECLASS) == 1, run
+
+
 @pytest.mark.parametrize("callback", [True, False])
 def test_validate_bootstrap_prints_why_it_checked_too_little_once(site, private_cluster, containerd, callback):
     (site["base"] / "empty.cfg").write_text("[defaults]\n")
@@ -123,17 +174,19 @@ def test_the_hint_of_a_typo_is_in_the_last_line(site):
     assert "kubeconfig" in "\n".join(run.gate_lines()[:-1]), run.gate_lines()
 
 
-def _prevent(cluster, check=False, **extra):
+def _prevent(cluster, check=False, extra_env=None, **extra):
     variables = {"gpurt_kubeconfig": cluster.kubeconfig}
     variables.update(extra)
     return ansible_run.playbook(os.path.join(ansible_run.REPO, "playbooks", "prevent.yml"), "localhost,", variables,
-                                check=check)
+                                check=check, extra_env=extra_env)
 
 
-@pytest.mark.parametrize("check", [False, True])
-def test_prevent_without_its_namespace_names_it_and_how_to_create_it(private_cluster, check):
+@pytest.mark.parametrize("check, callback", [(False, True), (True, True), (False, False)])
+def test_prevent_without_its_namespace_names_it_and_how_to_create_it(site, private_cluster, check, callback):
     """Issue 35 item 3: the namespace of the admission parameters does not exist on this cluster. A Node carries a
-    fresh verified label, so the run has proof to work from (without, it refuses first: test_one_copy_playbooks)."""
+    fresh verified label, so the run has proof to work from (without, it refuses first: test_one_copy_playbooks).
+    Item 2: the reason once, on the summary's FAILED line (the callback's, else a task's); the failed task's message
+    is short and fixed."""
     api = Api(private_cluster.kubeconfig)
     try:
         api.node("gpu-1", handlers=["nvidia", "runc"])
@@ -142,9 +195,20 @@ def test_prevent_without_its_namespace_names_it_and_how_to_create_it(private_clu
             "annotations": {"runtime-gate.gpurt.io/checked-at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}}})
     finally:
         api.close()
-    run = _prevent(private_cluster, check=check, gpurt_admission_namespace="gpurt-missing-ns")
+    (site["base"] / "empty.cfg").write_text("[defaults]\n")
+    run = _prevent(private_cluster, check=check, gpurt_admission_namespace="gpurt-missing-ns",
+                   extra_env=None if callback else {"ANSIBLE_CONFIG": str(site["base"] / "empty.cfg")})
     assert run.rc == 2 and "Traceback" not in run.text, run
-    last = run.gate_lines()[0]
+    if callback:
+        last = run.gate_lines()[0]
+        assert len(run.gate_lines()) == 1 and last.startswith("FAILED: "), run.gate_lines()
+    else:
+        assert "RUNTIME GATE" not in run.out, run
+        last = [line for line in run.out.splitlines() if '"FAILED: ' in line][0]
     assert "namespace gpurt-missing-ns" in last and "does not exist" in last, run.gate_lines()
     assert "kubectl create namespace gpurt-missing-ns" in last, run.gate_lines()
     assert "{namespace}" not in run.text and "is host a Kubernetes apiserver" not in run.text, run
+    assert run.out.count("kubectl create namespace gpurt-missing-ns") == 1, run
+    assert 1 <= run.out.count(ADMISSION_FAILED) <= 2 and run.out.count("fatal: [localhost]: FAILED! => ") == 1, run
+    assert max(len(line) for line in run.out.splitlines()) < 700, run
+    assert run.recap["localhost"]["failed"] == 1, run.recap

@@ -183,9 +183,10 @@ def test_cluster_audit_prints_each_finding_once_and_fails_in_one_short_line(clus
     assert lines[-1].startswith("checked 3 of 4 node(s)"), lines
 
 
-def _prevent(cluster, check=False, **extra):
+def _prevent(cluster, check=False, extra_env=None, **extra):
     return ansible_run.playbook(os.path.join(PLAYBOOKS, "prevent.yml"), "localhost,",
-                                dict({"gpurt_kubeconfig": cluster.kubeconfig}, **extra), check=check)
+                                dict({"gpurt_kubeconfig": cluster.kubeconfig}, **extra), check=check,
+                                extra_env=extra_env)
 
 
 NO_PROOF = ("FAILED: nothing was written: no Node carries a verified label (runtime-gate.gpurt.io/<handler>=true) "
@@ -279,3 +280,80 @@ def test_prevent_names_thirty_stale_nodes_in_a_line_per_reason(cluster):
     named = [name for name in ["stale-%02d" % i for i in range(28)] + ["one-3"] if name in run.out]
     assert len(named) == 5 and all(run.out.count(name) == 1 for name in named), run
     assert len(run.out.splitlines()) < 120, run
+
+
+# --- prevent.yml's other refusals: the reason once (the FAILED line), the fixed message at most twice ------------
+
+def _proof(cluster):
+    """A Node with fresh verified labels (nvidia, runc) and team=ml: the run has proof to work from."""
+    api = Api(cluster.kubeconfig)
+    try:
+        api.node("proof-1", handlers=["nvidia", "runc"])
+        api.core.patch_node("proof-1", {"metadata": {
+            "labels": {"runtime-gate.gpurt.io/nvidia": "true", "runtime-gate.gpurt.io/runc": "true", "team": "ml"},
+            "annotations": {"runtime-gate.gpurt.io/checked-at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}}})
+    finally:
+        api.close()
+
+
+def assert_refusal_once(run, callback, why, refused):
+    """The reason once, on the FAILED line (the callback's, else a task's); the failed task's fixed message at most
+    twice (ansible-core 2.19's [ERROR] block and its fatal line); charged to localhost; exit code 2."""
+    assert run.rc == 2, run
+    assert_short(run)
+    assert run.out.count(why) == 1, run
+    assert 1 <= run.out.count(refused) <= 2 and run.out.count("fatal: [localhost]: FAILED! => ") == 1, run
+    assert run.recap["localhost"]["failed"] == 1, run.recap
+    if callback:
+        lines = run.gate_lines()
+        assert len(lines) == 1 and lines[0].startswith("FAILED: nothing was written: ") and why in lines[0], lines
+    else:
+        assert "RUNTIME GATE" not in run.out and '"FAILED: nothing was written: ' in run.out, run
+
+
+@pytest.mark.parametrize("callback", [True, False])
+def test_prevent_refusing_a_class_that_cannot_be_gated_says_why_once(cluster, tmp_path, callback):
+    _proof(cluster)
+    run = _prevent(cluster, check=True, gpurt_gate_runtimeclasses=["nvidia-nowhere"],
+                   extra_env=None if callback else without_callback(tmp_path))
+    assert_refusal_once(run, callback, "nvidia-nowhere: no such RuntimeClass",
+                        "nothing was written: a RuntimeClass cannot be gated: the summary's FAILED line says why")
+
+
+@pytest.mark.parametrize("callback", [True, False])
+def test_prevent_refusing_a_selector_another_manager_owns_names_the_variable_once(cluster, tmp_path, callback):
+    """The dry run's conflict: the RuntimeClass's nodeSelector is owned by the field manager that created it (a Node
+    matches it, so the plan does not refuse it first)."""
+    _proof(cluster)
+    api = Api(cluster.kubeconfig)
+    try:
+        api.runtimeclass("owned-sel", "runc", selector={"team": "ml"})
+    finally:
+        api.close()
+    run = _prevent(cluster, check=True, gpurt_gate_runtimeclasses=["owned-sel"],
+                   extra_env=None if callback else without_callback(tmp_path))
+    refused = "nothing was written: a RuntimeClass selector could not be dry-run: the summary's FAILED line says why"
+    assert_refusal_once(run, callback, "RuntimeClass owned-sel: not written", refused)
+    assert run.out.count("gpurt_gate_force=true") == 1 and run.out.count("nodeSelector (conflict with") == 1, run
+
+
+@pytest.mark.parametrize("callback", [True, False])
+def test_prevent_refusing_when_its_deadline_passed_says_why_once(tmp_path, callback):
+    """Stand-in apiserver (tests/lib/fake_apiserver.py): a real one cannot be made to freeze on demand. It lists,
+    then answers no RuntimeClass request: the first class's dry run fails on the deadline, the others are not tried."""
+    from tests.lib.fake_apiserver import FakeApiServer, write_kubeconfig as fake_kubeconfig
+    now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    node = {"metadata": {"name": "gpu-a", "labels": {"runtime-gate.gpurt.io/nvidia": "true"},
+                         "annotations": {"runtime-gate.gpurt.io/checked-at": now}},
+            "status": {"runtimeHandlers": [{"name": ""}, {"name": "nvidia"}]}}
+    classes = [{"metadata": {"name": "gpu-%d" % i}, "handler": "nvidia"} for i in range(3)]
+    with FakeApiServer(runtimeclasses=classes, nodes=[node], token="t0ken") as fake:
+        fake.script("runtimeclasses", [200] + [{"status": 200, "sleep": 60}] * 6)
+        kubeconfig = fake_kubeconfig(str(tmp_path / "kubeconfig"), fake.url, token="t0ken")
+        run = ansible_run.playbook(os.path.join(PLAYBOOKS, "prevent.yml"), "localhost,",
+                                   {"gpurt_kubeconfig": kubeconfig, "gpurt_deadline": 5},
+                                   extra_env=None if callback else without_callback(tmp_path))
+    refused = "nothing was written: a RuntimeClass selector could not be dry-run: the summary's FAILED line says why"
+    why = "(not tried, the run's deadline of 5 s (gpurt_deadline) had passed: gpu-1, gpu-2)"
+    assert_refusal_once(run, callback, why, refused)
+    assert run.out.count("gpurt_deadline") == 1, run
