@@ -97,6 +97,21 @@ def test_bad_types_are_clear_errors(site, name, value, message):
     assert "argument '%s' is of type" % name in lines[1] and message in lines[1] and "Traceback" not in run.text
 
 
+@pytest.mark.parametrize("name", ["audit", "remediate", "cluster_audit", "crosscheck", "validate_bootstrap", "prevent",
+                                  "fleet_verdict", "fence"])
+def test_every_playbook_checks_its_values_in_its_first_task(site, name):
+    """The first task validates the values against the playbook's spec (no Validate task of its own): a bad bool
+    ends every playbook there, before anything is read, naming the variable."""
+    hosts = site["inventory"] if name in ("audit", "remediate") else "localhost,"
+    run = ansible_run.playbook(playbook(name), hosts, {"gpurt_k8s_validate_certs": "maybe"}, check=True)
+    assert run.rc == 2, run
+    lines = run.gate_lines()
+    assert lines[0].startswith("NOT JUDGED: Check the controller and the run's variables (") and lines[0].endswith(
+        "): Validation of arguments failed:"), lines
+    assert "argument 'gpurt_k8s_validate_certs' is of type" in lines[1] and "unable to convert to bool" in lines[1]
+    assert "Traceback" not in run.text and "Validate the run's variables" not in run.out, run
+
+
 def test_a_mapping_where_a_list_is_read_is_refused_before_the_spec_converts_it(site):
     # validate_argument_spec would turn {'a': 1} into a list of its keys; the strict check refuses it.
     run = ansible_run.playbook(playbook("audit"), site["inventory"], {"gpurt_skip_checks": {"a": 1},
