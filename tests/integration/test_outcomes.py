@@ -273,6 +273,30 @@ def test_a_limit_that_leaves_out_localhost_fails_a_localhost_playbook(site, name
     assert_not_judged(site, report_name)
 
 
+@pytest.mark.parametrize("name, hosts, report_name", [("audit", "inventory", "audit"),
+                                                      ("cluster_audit", "localhost,", "cluster-audit")])
+def test_manifests_that_hold_no_runtimeclass_fail_unless_allowed(site, private_cluster, name, hosts, report_name):
+    """Manifests with no RuntimeClass are judged as a cluster with none: the run fails with why in its report,
+    and gpurt_allow_no_runtimeclasses=true audits the nodes (cluster_audit: the Nodes) alone."""
+    none = site["tmp"] / "none.yaml"
+    none.write_text("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: not-a-runtimeclass\n")
+    base = {"gpurt_runtimeclasses_src": str(none), "gpurt_report_dir": str(site["reports"]),
+            "gpurt_kubeconfig": private_cluster.kubeconfig}
+    hosts = site["inventory"] if hosts == "inventory" else hosts
+    refused = ansible_run.playbook(playbook(name), hosts, base, check=True)
+    assert refused.rc == 2 and "Traceback" not in refused.text, refused
+    doc, _root = report(site, report_name)
+    assert doc["outcome"] == "failed" and any(
+        "no RuntimeClass was read" in failure and str(none) in failure for failure in doc["run_failures"]), doc
+    allowed = ansible_run.playbook(playbook(name), hosts, dict(base, gpurt_allow_no_runtimeclasses=True), check=True)
+    doc, _root = report(site, report_name)
+    # cluster_audit's private cluster may list no Node: that failure is its own, not the RuntimeClasses'
+    assert not any("RuntimeClass" in failure for failure in doc["run_failures"]) and doc["outcome"] != "not_judged", doc
+    if name == "audit":
+        assert allowed.rc == 0 and doc["outcome"] == "passed", allowed
+        assert allowed.gate_lines()[:2] == ["gpu-1: OK", "gpu-2: OK"], allowed.gate_lines()
+
+
 def test_cluster_audit_marks_its_stale_report(site):
     run = ansible_run.playbook(playbook("cluster_audit"), "localhost,", {"gpurt_report_dir": str(site["reports"])},
                                extra_env=clean_env(site["tmp"]))
