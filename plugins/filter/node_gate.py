@@ -58,10 +58,13 @@ def prevent_plan(runtimeclasses, nodes, names=None, mode="warn", max_age="24h"):
         _prevent.validate_inputs(mode, names, max_age)
         judged = _prevent.proof(nodes, max_age)
         stale = judged[1]
-        return {"gate": _prevent.gate(runtimeclasses, nodes, names, max_age),
+        # one judgment of the Nodes' proof at one time for every part: a label on the max-age edge cannot be
+        # fresh for the gate and stale for the parameters
+        return {"gate": _prevent.gate(runtimeclasses, nodes, names, max_age, judged=judged),
                 "stale": _prevent.stale_lines(stale), "stale_nodes": stale, "mode": mode,
                 "no_proof": _prevent.no_proof(nodes, names, mode, max_age, judged=judged),
-                "params": {} if mode == "off" else _prevent.admission_params(nodes, runtimeclasses, max_age)}
+                "params": {} if mode == "off" else _prevent.admission_params(nodes, runtimeclasses, max_age,
+                                                                             judged=judged)}
     except ValueError as exc:
         raise AnsibleFilterError("prevent_plan: %s" % exc)
 

@@ -133,13 +133,13 @@ def _matches(selector, labels):
     return all(labels.get(k) == v for k, v in selector.items())
 
 
-def gate(runtimeclasses, nodes, names=None, max_age="24h", now=None):
+def gate(runtimeclasses, nodes, names=None, max_age="24h", now=None, judged=None):
     """One decision per RuntimeClass: {name, handler, node_selector (the merged one), added, matching,
     decision ('write', 'unchanged', 'refused' or 'skipped'), message}. names: gpurt_gate_runtimeclasses;
     None gates every class whose handler is verified on at least one fresh Node, keeps every class
     gated already (saying so when it matches no Node now) and skips the others, saying why. Only fresh
-    Nodes (proof()) count as matching."""
-    fresh, stale = proof(nodes, max_age, now)
+    Nodes (proof()) count as matching; judged: proof()'s result when the caller has it (see no_proof)."""
+    fresh, stale = judged if judged is not None else proof(nodes, max_age, now)
     by_name = dict((rc["name"], rc) for rc in runtimeclasses or [])
     verified = verified_nodes(fresh)
     stale_by_handler = {}
@@ -217,10 +217,11 @@ def selector_keys(runtimeclasses, verified_handlers):
     return sorted(keys)
 
 
-def admission_params(nodes, runtimeclasses=None, max_age="24h", now=None):
+def admission_params(nodes, runtimeclasses=None, max_age="24h", now=None, judged=None):
     """The data of the policy's parameter ConfigMap: per handler verified on a fresh Node, the distinct
-    label sets of those Nodes projected on selector_keys(). PreventError when it would not fit a ConfigMap."""
-    fresh = proof(nodes, max_age, now)[0]
+    label sets of those Nodes projected on selector_keys(). PreventError when it would not fit a ConfigMap.
+    judged: proof()'s result when the caller has it (see no_proof)."""
+    fresh = (judged if judged is not None else proof(nodes, max_age, now))[0]
     verified = verified_nodes(fresh)
     keys = selector_keys(runtimeclasses, verified)
     by_name = dict((n.get("name"), n) for n in fresh)

@@ -245,3 +245,20 @@ def test_stale_nodes_are_a_line_per_reason_at_any_fleet_size():
                    "gpurt_label_nodes=true) proves or removes them (until then the scheduler still selects those "
                    "Nodes by them)" % OLD]
     assert _prevent.summary_lines([], stale, "warn")[-2:] == lines
+
+
+def test_the_plan_judges_the_nodes_proof_once_for_the_gate_the_parameters_and_the_refusal(monkeypatch):
+    """Each proof() call reads the clock: a label on the gpurt_label_max_age edge could be fresh for the gate
+    and stale for the parameters. prevent_plan judges once and hands that judgment to every part."""
+    from ansible_collections.gpurt.runtime_gate.plugins.filter import node_gate
+    real, calls = _prevent.proof, []
+
+    def proof(nodes, max_age="24h", now=None):
+        calls.append(max_age)
+        return real(nodes, max_age, NOW)
+
+    monkeypatch.setattr(_prevent, "proof", proof)
+    plan = node_gate.prevent_plan([rc("nvidia", "nvidia")], NODES, None, "deny", "24h")
+    assert calls == ["24h"]
+    assert [g["decision"] for g in plan["gate"]] == ["write"] and plan["no_proof"] is None
+    assert plan["params"] and plan["stale"] == []
