@@ -19,7 +19,9 @@ description:
   - A run of one of the collection's playbooks that failed before judging (bad input, no access to the
     cluster, a controller that cannot run the collection) prints C(NOT JUDGED) lines instead, with the
     failed task and its message, so that the last lines of every run say what happened, then the warnings
-    of the collection's tasks before it (an unknown variable and the name it likely meant), last.
+    of the collection's tasks before it (an unknown variable and the name it likely meant), last. A playbook
+    that stops before judging may set the fact C(gpurt_not_judged) (C(task), C(msg)) instead of failing that
+    task; the task failing after it, with a fixed message, is then not repeated here.
   - Enable it with C(callbacks_enabled = gpurt.runtime_gate.summary) in C(ansible.cfg) or
     E(ANSIBLE_CALLBACKS_ENABLED).
 version_added: 0.1.0
@@ -37,6 +39,9 @@ from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils._checks.model i
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils._collection import COLLECTION_ROOT
 
 RESULT_KEY = "gpurt_summary_lines"
+# A playbook's set_fact of why it stopped before judging (plays/not_judged.yml): the task and its message, printed
+# here once; the task that then fails with a fixed message is not repeated.
+NOT_JUDGED_KEY = "gpurt_not_judged"
 _REAL_ROOT = os.path.realpath(COLLECTION_ROOT)
 # Failures shown when nothing was judged; the rest are counted.
 SHOWN_FAILURES = 5
@@ -64,6 +69,7 @@ class CallbackModule(CallbackBase):
         self._blocks = []
         self._failures = []
         self._warnings = []
+        self._stopped = False
 
     def _collect(self, result):
         # a module's result, or a playbook's set_fact of it (prevent.yml)
@@ -71,12 +77,19 @@ class CallbackModule(CallbackBase):
         if isinstance(lines, list) and lines and lines not in self._blocks:
             self._blocks.append(lines)
 
-    def _failure(self, result, what):
-        if not _ours(result._task):
+    def _not_judged(self, result):
+        said = (result._result.get("ansible_facts") or {}).get(NOT_JUDGED_KEY)
+        if isinstance(said, dict) and not self._stopped:
+            self._failure(result, "failed", said.get("task"), said.get("msg"))
+            self._stopped = True
+
+    def _failure(self, result, what, task=None, msg=None):
+        if not _ours(result._task) or self._stopped:
             return
-        msg = result._result.get("msg") or what
+        task = task or result._task.get_name()
+        msg = msg or result._result.get("msg") or what
         msg = "\n".join(str(m) for m in msg) if isinstance(msg, list) else str(msg)
-        key = (result._task.get_name(), msg)
+        key = (task, msg)
         hosts = [f for f in self._failures if f[0] == key]
         if hosts:
             hosts[0][1].append(result._host.get_name())
@@ -96,6 +109,7 @@ class CallbackModule(CallbackBase):
     def v2_runner_on_ok(self, result):
         self._warned(result)
         self._collect(result)
+        self._not_judged(result)
 
     def v2_runner_on_failed(self, result, ignore_errors=False):
         self._warned(result)

@@ -174,6 +174,45 @@ def test_the_hint_of_a_typo_is_in_the_last_line(site):
     assert "kubeconfig" in "\n".join(run.gate_lines()[:-1]), run.gate_lines()
 
 
+NOT_JUDGED = "the run stopped before judging, so the gate fails: the summary's NOT JUDGED line says why"
+REFUSING = ("apiVersion: v1\nkind: Config\ncurrent-context: c\n"
+            "clusters: [{name: c, cluster: {server: 'https://127.0.0.1:1'}}]\n"
+            "users: [{name: u, user: {token: t}}]\ncontexts: [{name: c, context: {cluster: c, user: u}}]\n")
+
+
+@pytest.mark.parametrize("callback", [True, False])
+@pytest.mark.parametrize("case", ["bad value", "no kubeconfig", "refusing apiserver"])
+def test_a_run_stopped_before_judging_says_why_once(site, case, callback):
+    """A failure before judging (a value the spec refuses; no kubeconfig; an apiserver that refuses): its reason once,
+    on the summary's NOT JUDGED line (the callback's, else a task's); the failed task's message short and fixed, at
+    most twice (ansible-core 2.19); the first host charged, as the run-once task that failed runs for it."""
+    env = {"HOME": site["home"], "KUBECONFIG": ""}
+    if not callback:
+        (site["base"] / "empty.cfg").write_text("[defaults]\n")
+        env["ANSIBLE_CONFIG"] = str(site["base"] / "empty.cfg")
+    (site["base"] / "refusing.kubeconfig").write_text(REFUSING)
+    variables, task, why = {
+        "bad value": ({"gpurt_fail_on": "bogus", "gpurt_runtimeclasses_src": str(site["base"] / "none.yaml")},
+                      "Check the controller and the run's variables",
+                      "value of gpurt_fail_on must be one of: error, warning, info, none, got: bogus"),
+        "no kubeconfig": ({}, "List the RuntimeClasses and the Nodes once", "no kubeconfig found"),
+        "refusing apiserver": ({"gpurt_kubeconfig": str(site["base"] / "refusing.kubeconfig")},
+                               "List the RuntimeClasses and the Nodes once", "127.0.0.1:1"),
+    }[case]
+    run = ansible_run.playbook(AUDIT, site["inventory"], variables, check=True, extra_env=env)
+    assert run.rc == 2 and "Traceback" not in run.text, run
+    assert run.out.count(why) == 1, run
+    assert 1 <= run.out.count(NOT_JUDGED) <= 2 and run.out.count("fatal: [gpu-1 -> localhost]: FAILED! => ") == 1, run
+    assert "Gather the loaded containerd config" not in run.out, run
+    assert run.recap["gpu-1"]["failed"] == 1, run.recap
+    if callback:
+        gate = run.gate_lines()
+        assert gate[0].startswith("NOT JUDGED: %s (gpu-1): " % task), gate
+        assert why in "\n".join(gate) and NOT_JUDGED not in "\n".join(gate), gate
+    else:
+        assert "RUNTIME GATE" not in run.out and '"NOT JUDGED: %s:"' % task in run.out, run
+
+
 def _prevent(cluster, check=False, extra_env=None, **extra):
     variables = {"gpurt_kubeconfig": cluster.kubeconfig}
     variables.update(extra)
