@@ -221,13 +221,14 @@ STOPPED = {
 
 
 @pytest.mark.parametrize("callback", [True, False])
-@pytest.mark.parametrize("case", ["bad value", "no kubeconfig", "refusing apiserver", "no Nodes"])
-@pytest.mark.parametrize("name", ["remediate", "cluster_audit"])
+@pytest.mark.parametrize("name, case", [(name, case) for name in ("remediate", "cluster_audit") for case in (
+    "bad value", "no kubeconfig", "refusing apiserver", "no Nodes")] + [("remediate", "refused stop rule")])
 def test_remediate_and_cluster_audit_stopped_before_judging_say_why_once(site, name, case, callback):
     """As audit.yml above: a failure before judging (a value the spec refuses; no kubeconfig; an apiserver that
-    refuses; the Nodes not listed after the RuntimeClasses were read from manifests) prints its reason once, on the
-    summary's NOT JUDGED line (the callback's, else a task's); the failed task's message short and fixed; the host
-    the run-once task ran for charged (remediate: the first host; cluster_audit: the controller)."""
+    refuses; remediate's stop rule out of range; the Nodes not listed after the RuntimeClasses were read from
+    manifests) prints its reason once, on the summary's NOT JUDGED line (the callback's, else a task's); the failed
+    task's message short and fixed; the host the run-once task ran for charged (remediate: the first host;
+    cluster_audit: the controller)."""
     env = {"HOME": site["home"], "KUBECONFIG": ""}
     if not callback:
         (site["base"] / "empty.cfg").write_text("[defaults]\n")
@@ -245,6 +246,9 @@ def test_remediate_and_cluster_audit_stopped_before_judging_say_why_once(site, n
                                "cannot connect to https://127.0.0.1:1"),
         "no Nodes": (dict(asked, gpurt_runtimeclasses_src=str(site["base"] / "nvidia.yaml")), nodes,
                      "no kubeconfig found"),
+        # the spec says int; the range is the rollout's own check
+        "refused stop rule": ({"gpurt_max_fail_percentage": 150}, "Set the stop rule of the rollout",
+                              "gpurt_max_fail_percentage must be a whole number from 0 to 100, not 150"),
     }[case]
     hosts, charged = (site["inventory"], "gpu-1") if name == "remediate" else ("localhost,", "localhost")
     run = ansible_run.playbook(os.path.join(ansible_run.REPO, "playbooks", name + ".yml"), hosts, variables,
