@@ -58,7 +58,13 @@ class ActionModule(ControllerAction):
 
     def _start(self, result, args, task_vars):
         hosts = args["hosts"] if args["hosts"] is not None else task_vars.get("ansible_play_hosts_all", [])
-        state = rollout.check_rule(args["max_fail_percentage"], len(hosts))
+        try:
+            state = rollout.check_rule(args["max_fail_percentage"], len(hosts))
+        except rollout.RolloutError as exc:
+            # a failed result, not a raise: ansible-core 2.19 applies no failed_when to a raise, and remediate.yml
+            # prints this reason once (plays/not_judged.yml)
+            result.update(failed=True, msg=str(exc))
+            return result
         result.update(changed=False, rollout=state, ansible_facts={STATE: state},
                       msg="%d host(s); the rollout stops once more than %d%% of them failed"
                       % (len(hosts), args["max_fail_percentage"]))

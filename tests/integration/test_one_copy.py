@@ -213,6 +213,60 @@ def test_a_run_stopped_before_judging_says_why_once(site, case, callback):
         assert "RUNTIME GATE" not in run.out and '"NOT JUDGED: %s:"' % task in run.out, run
 
 
+# Each playbook's listing tasks: the RuntimeClasses, then the Nodes (asked for with manifests of the RuntimeClasses).
+STOPPED = {
+    "remediate": ("List the RuntimeClasses, for the re-audit", "List the Nodes once", {"gpurt_list_nodes": True}),
+    "cluster_audit": ("List the RuntimeClasses", "List the Nodes", {}),
+}
+
+
+@pytest.mark.parametrize("callback", [True, False])
+@pytest.mark.parametrize("name, case", [(name, case) for name in ("remediate", "cluster_audit") for case in (
+    "bad value", "no kubeconfig", "refusing apiserver", "no Nodes")] + [("remediate", "refused stop rule")])
+def test_remediate_and_cluster_audit_stopped_before_judging_say_why_once(site, name, case, callback):
+    """As audit.yml above: a failure before judging (a value the spec refuses; no kubeconfig; an apiserver that
+    refuses; remediate's stop rule out of range; the Nodes not listed after the RuntimeClasses were read from
+    manifests) prints its reason once, on the summary's NOT JUDGED line (the callback's, else a task's); the failed
+    task's message short and fixed; the host the run-once task ran for charged (remediate: the first host;
+    cluster_audit: the controller)."""
+    env = {"HOME": site["home"], "KUBECONFIG": ""}
+    if not callback:
+        (site["base"] / "empty.cfg").write_text("[defaults]\n")
+        env["ANSIBLE_CONFIG"] = str(site["base"] / "empty.cfg")
+    (site["base"] / "refusing.kubeconfig").write_text(REFUSING)
+    (site["base"] / "nvidia.yaml").write_text(
+        "apiVersion: node.k8s.io/v1\nkind: RuntimeClass\nmetadata: {name: nvidia}\nhandler: nvidia\n")
+    listing, nodes, asked = STOPPED[name]
+    variables, task, why = {
+        "bad value": ({"gpurt_fail_on": "bogus", "gpurt_runtimeclasses_src": str(site["base"] / "nvidia.yaml")},
+                      "Check the controller and the run's variables",
+                      "value of gpurt_fail_on must be one of: error, warning, info, none, got: bogus"),
+        "no kubeconfig": ({}, listing, "no kubeconfig found"),
+        "refusing apiserver": ({"gpurt_kubeconfig": str(site["base"] / "refusing.kubeconfig")}, listing,
+                               "cannot connect to https://127.0.0.1:1"),
+        "no Nodes": (dict(asked, gpurt_runtimeclasses_src=str(site["base"] / "nvidia.yaml")), nodes,
+                     "no kubeconfig found"),
+        # the spec says int; the range is the rollout's own check
+        "refused stop rule": ({"gpurt_max_fail_percentage": 150}, "Set the stop rule of the rollout",
+                              "gpurt_max_fail_percentage must be a whole number from 0 to 100, not 150"),
+    }[case]
+    hosts, charged = (site["inventory"], "gpu-1") if name == "remediate" else ("localhost,", "localhost")
+    run = ansible_run.playbook(os.path.join(ansible_run.REPO, "playbooks", name + ".yml"), hosts, variables,
+                               check=True, extra_env=env)
+    assert run.rc == 2 and "Traceback" not in run.text, run
+    assert run.out.count(why) == 1, run
+    fatal = "fatal: [gpu-1 -> localhost]: FAILED! => " if name == "remediate" else "fatal: [localhost]: FAILED! => "
+    assert 1 <= run.out.count(NOT_JUDGED) <= 2 and run.out.count(fatal) == 1, run
+    assert "containerd_runtime :" not in run.out and "Judge every Node" not in run.out, run
+    assert run.recap[charged]["failed"] == 1 and sum(h["failed"] for h in run.recap.values()) == 1, run.recap
+    if callback:
+        gate = run.gate_lines()
+        assert gate[0].startswith("NOT JUDGED: %s (%s): " % (task, charged)), gate
+        assert why in "\n".join(gate) and NOT_JUDGED not in "\n".join(gate), gate
+    else:
+        assert "RUNTIME GATE" not in run.out and '"NOT JUDGED: %s:"' % task in run.out, run
+
+
 def _prevent(cluster, check=False, extra_env=None, **extra):
     variables = {"gpurt_kubeconfig": cluster.kubeconfig}
     variables.update(extra)
