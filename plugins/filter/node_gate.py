@@ -2,8 +2,9 @@
 # Copyright: (c) 2026, gpurt.runtime_gate developers
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Filters verified_labels, stale_labels, label_line, label_lines, label_failures (verified labels), prevent_gate,
-prevent_plan, prevent_summary, admission_params and admission_mode (prevent.yml): the planning of the verified
-handler labels on Nodes (plugin_utils/_node_labels); their documentation is in the .yml file of each filter's name."""
+prevent_inputs_refused, prevent_plan, prevent_summary, admission_params and admission_mode (prevent.yml): the
+planning of the verified handler labels on Nodes (plugin_utils/_node_labels); their documentation is in the .yml
+file of each filter's name."""
 
 from ansible.errors import AnsibleFilterError
 
@@ -49,6 +50,15 @@ def prevent_gate(runtimeclasses, nodes, names=None, mode="warn", max_age="24h", 
         return _prevent.gate(runtimeclasses, nodes, names, max_age)
     except ValueError as exc:
         raise AnsibleFilterError("prevent_gate: %s" % exc)
+
+
+def prevent_inputs_refused(mode, names=None, max_age="24h", namespace=None, deadline=None):
+    """Why prevent.yml refuses one of its inputs, or '': a value, so the run can stop and say it once."""
+    try:
+        _prevent.validate_inputs(_mode(mode), names, max_age, namespace, deadline)
+    except ValueError as exc:
+        return str(exc)
+    return ""
 
 
 def prevent_plan(runtimeclasses, nodes, names=None, mode="warn", max_age="24h"):
@@ -103,5 +113,6 @@ class FilterModule(object):
         return {"verified_labels": verified_labels, "stale_labels": stale_labels, "label_line": label_line,
                 "label_lines": label_lines, "label_failures": label_failures,
                 "prevent_gate": prevent_gate, "prevent_plan": prevent_plan,
+                "prevent_inputs_refused": prevent_inputs_refused,
                 "prevent_summary": prevent_summary, "admission_params": admission_params,
                 "admission_mode": admission_mode}

@@ -357,3 +357,36 @@ def test_prevent_refusing_when_its_deadline_passed_says_why_once(tmp_path, callb
     why = "(not tried, the run's deadline of 5 s (gpurt_deadline) had passed: gpu-1, gpu-2)"
     assert_refusal_once(run, callback, why, refused)
     assert run.out.count("gpurt_deadline") == 1, run
+
+
+@pytest.mark.parametrize("callback", [True, False])
+def test_prevent_whose_write_fails_after_its_dry_run_says_why_once(tmp_path, callback):
+    """Stand-in apiserver (tests/lib/fake_apiserver.py): a real one cannot be made to accept the dry run and fail the
+    real apply. gpurt_admission_mode=off needs no admission API; the apply answers 500 until the module gives up."""
+    from tests.lib.fake_apiserver import FakeApiServer, write_kubeconfig as fake_kubeconfig
+    now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    node = {"metadata": {"name": "gpu-a", "labels": {"runtime-gate.gpurt.io/nvidia": "true"},
+                         "annotations": {"runtime-gate.gpurt.io/checked-at": now}},
+            "status": {"runtimeHandlers": [{"name": ""}, {"name": "nvidia"}]}}
+    with FakeApiServer(runtimeclasses=[{"metadata": {"name": "gpu-0"}, "handler": "nvidia"}], nodes=[node],
+                       token="t0ken") as fake:
+        # the list, the dry run's GET and PATCH, the apply's GET: served; the apply: 500
+        fake.script("runtimeclasses", [200] * 4 + [500] * 10)
+        kubeconfig = fake_kubeconfig(str(tmp_path / "kubeconfig"), fake.url, token="t0ken")
+        run = ansible_run.playbook(os.path.join(PLAYBOOKS, "prevent.yml"), "localhost,",
+                                   {"gpurt_kubeconfig": kubeconfig, "gpurt_admission_mode": "off"},
+                                   extra_env=None if callback else without_callback(tmp_path))
+        applies = [r for r in fake.requests if r["method"] == "PATCH" and "dryRun" not in r["query"]]
+    assert applies, fake.requests
+    why = "Gating the RuntimeClasses failed: gpu-0: gave up after 4 attempts applying runtimeclass gpu-0: 500"
+    refused = "a RuntimeClass was not gated: the summary's FAILED line says why"
+    assert run.rc == 2 and "Traceback" not in run.text, run
+    assert_short(run)
+    assert run.out.count(why) == 1 and run.out.count("scripted 500") == 1, run
+    assert 1 <= run.out.count(refused) <= 2 and run.out.count("fatal: [localhost]: FAILED! => ") == 1, run
+    assert run.recap["localhost"]["failed"] == 1, run.recap
+    if callback:
+        lines = run.gate_lines()
+        assert len(lines) == 1 and lines[0].startswith("FAILED: " + why), lines
+    else:
+        assert "RUNTIME GATE" not in run.out and '"FAILED: ' + why in run.out, run

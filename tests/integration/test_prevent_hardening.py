@@ -196,7 +196,11 @@ def test_bad_values_fail_before_anything_is_read_or_written(lab, variable, value
     result = prevent(lab, **{variable: value})
     assert result.rc == 2, result
     assert words in result.flat, result
-    assert "List the RuntimeClasses" not in result.out, result
+    # the listing is skipped (its line printed), nothing read: the reason once, on the NOT JUDGED line
+    assert "List the RuntimeClasses and the Nodes once] *" in result.out, result
+    assert result.out.split("List the RuntimeClasses and the Nodes once] *")[1].split("\n", 2)[1].startswith(
+        "skipping: [localhost]"), result
+    assert result.out.count(words) == 1, result
     assert lab["api"].node_k8s.read_runtime_class("nvidia").scheduling is None
 
 

@@ -198,6 +198,14 @@ def test_params_that_would_not_fit_are_refused_naming_the_keys():
 def test_bad_inputs_name_the_variable(mode, names, age, namespace, deadline, variable):
     with pytest.raises(_prevent.PreventError, match=variable):
         _prevent.validate_inputs(mode, names, age, namespace, deadline)
+    # prevent.yml's filter gives the same reason as a value, so the run can say it once (issue 35)
+    from ansible_collections.gpurt.runtime_gate.plugins.filter import node_gate
+    assert variable in node_gate.prevent_inputs_refused(mode, names, age, namespace, deadline)
+
+
+def test_good_inputs_are_refused_for_no_reason():
+    from ansible_collections.gpurt.runtime_gate.plugins.filter import node_gate
+    assert node_gate.prevent_inputs_refused(False, ["nvidia"], "90m", "gpurt-system", 300) == ""
 
 
 def test_summary_lines_say_each_class_the_admission_state_and_the_stale_nodes_once():
