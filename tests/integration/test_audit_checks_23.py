@@ -25,7 +25,7 @@ from tests.integration.test_audit_checks import (
     setup_kata_shim, setup_missing_handler, setup_mixed_v2, setup_no_config, setup_orphan, setup_plain_v3, setup_unreadable,
     snapshot)
 from tests.integration import test_audit_checks as lab21
-from tests.lib import ansible_run, containerd_bins, known_failure
+from tests.lib import ansible_run, containerd_bins
 from tests.lib.nodes import Node
 
 pytestmark = pytest.mark.integration
@@ -264,7 +264,7 @@ def test_cgroup_and_cdi(lab):
     assert checks_of(lab, "cdi-stale-23") == ["cdi_stale_spec"]
 
 
-def test_cdi_disabled(lab, request):
+def test_cdi_disabled(lab):
     rc, _runtimes, doc, err = dumped(lab["nodes"]["cdi-disabled-23"])
     assert rc == 0
     cri = doc["plugins"]["io.containerd.cri.v1.runtime"]
@@ -272,11 +272,7 @@ def test_cdi_disabled(lab, request):
         # Measured: 2.4 has no enable_cdi: CDI is always on; the key is ignored with a warning and its
         # dump (and crictl info) has none. So nvidia-cdi gets its devices: no finding is the truth.
         assert "enable_cdi" not in cri and "key=enable_cdi" in err and "Ignoring unknown key" in err
-        bug = ("plugin bug: findings.check_cdi_disabled reads the absent enable_cdi of a 2.4 dump as false and "
-               "reports cdi_disabled on a node where containerd 2.4 always enables CDI")
-        request.applymarker(known_failure.xfail(bug))
         got = [(f["check"], f["subject"]) for f in findings(lab, "cdi-disabled-23") if f["check"] == "cdi_disabled"]
-        known_failure.unless_known(got, [("cdi_disabled", "nvidia-cdi")], bug)
         assert got == []
     else:
         assert cri["enable_cdi"] is False
@@ -356,7 +352,7 @@ def test_every_audit_check_was_exercised_on_23(lab):
     # The registry says which: what 2.3 gives no cause for, and what needs a running daemon.
     assert (set(checks.check_ids("hosts")) | set(checks.check_ids("group"))) - seen == set(
         c.id for c in checks.REGISTRY if set(c.modes) & {"hosts", "group"}
-        and (not c.fires_on((2, 3)) or "running" in c.needs))
+        and (not c.fires_on(tuple(int(part) for part in lab["release"].split("."))) or "running" in c.needs))
 
 
 def test_junit_is_valid(lab):
