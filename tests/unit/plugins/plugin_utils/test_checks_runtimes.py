@@ -236,7 +236,8 @@ class TestCdi(object):
         # measured: 2.4 has no enable_cdi (ignored with a warning, absent from its dump); 2.3 still reads it
         runtimes = {"nvidia-cdi": runc_like("nvidia-cdi")}
         assert self.cdi(runtimes, rcs=[rc("nvidia-cdi")], version="2.4.2") == []
-        assert ids(self.cdi(runtimes, rcs=[rc("nvidia-cdi")], version="2.3.4")) == [("cdi_disabled", "error", "nvidia-cdi")]
+        on_23 = self.cdi(runtimes, rcs=[rc("nvidia-cdi")], version="2.3.4")
+        assert ids(on_23) == [("cdi_disabled", "error", "nvidia-cdi")]
 
     def test_cdi_enabled_is_fine(self):
         assert self.cdi({"nvidia-cdi": runc_like("nvidia-cdi")}, enable_cdi=True, rcs=[rc("nvidia-cdi")]) == []
