@@ -84,8 +84,9 @@ class ActionModule(ControllerAction):
         result.update(report.result_of(built, written, verbose=Display().verbosity > 0,
                                        own_lines=args["mode"] == "hosts"), judged=True,
                       missing_lines=sorted(checks.on_node(n, line) for n, e in built["nodes"].items() for line in e["missing"]))
-        if args["mode"] == "cluster":
-            # The Nodes are no hosts of the play: every Node's line, then each distinct finding once.
+        if args["mode"] in ("cluster", "merge"):
+            # The Nodes (cluster) or the slices' hosts (merge) are no hosts of the play: every node's line, then
+            # each distinct finding once.
             result["gpurt_summary_lines"] = result["readable_lines"]
         if args["mode"] in SINGLE_MODES:
             # runtime_check (or the sandbox) printed the node's lines already.
@@ -155,8 +156,10 @@ class ActionModule(ControllerAction):
         """fleet_verdict: the slices' reports (set_stats artifacts among the run's variables, and files)
         merged into the verdict one run over all their hosts gives; refused, naming why, when they cannot be."""
         if args["expected_slices"] is None or args["expected_slices"] < 1:
-            raise AnsibleActionFail("expected_slices (gpurt_slices_expected) is required: how many slices the sliced "
-                                    "job ran (its job template's Job Slicing), so that a missing slice is refused")
+            # a result, not a raise: fleet_verdict.yml prints why once (failed_when cannot catch a raise in 2.19)
+            result.update(failed=True, msg="expected_slices (gpurt_slices_expected) is required: how many slices the "
+                          "sliced job ran (its job template's Job Slicing), so that a missing slice is refused")
+            return result
         found = [(key, task_vars[key]) for key in sorted(task_vars) if key.startswith(slices.ARTIFACT_PREFIX)]
         found.extend(_read_report(path) for path in args["slice_reports"])
         try:

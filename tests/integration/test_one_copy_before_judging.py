@@ -84,3 +84,55 @@ def test_a_run_stopped_before_judging_says_why_once(place, containerd, name, cas
         with open(os.path.join(variables["gpurt_report_dir"], REPORTS[name])) as handle:
             doc = json.load(handle)
         assert doc["outcome"] == "not_judged" and doc["nodes"] == {}, doc
+
+
+# fleet_verdict.yml and fence.yml (issue 35's rule on the two playbooks it did not name): (variables, the task the
+# NOT JUDGED line names, the reason printed once)
+OTHERS = {
+    ("fleet_verdict", "bad value"): ({"gpurt_slices_expected": "bogus"}, CHECK, "cannot be converted to an int"),
+    ("fleet_verdict", "no slice count"): ({}, "Merge the slices and judge the fleet once",
+                                          "expected_slices (gpurt_slices_expected) is required"),
+    ("fence", "bad bool"): ({"gpurt_fence_nodes": ["gpu-a"], "gpurt_k8s_validate_certs": "maybe"}, CHECK, BAD_BOOL),
+    ("fence", "no Nodes"): ({}, "Require the Nodes to fence", "gpurt_fence_nodes is required"),
+    ("fence", "no kubeconfig"): ({"gpurt_fence_nodes": ["gpu-a"]}, "Fence the Nodes", NO_KUBECONFIG),
+    ("fence", "refusing apiserver"): ({"gpurt_fence_nodes": ["gpu-a"], "gpurt_kubeconfig": "REFUSING"},
+                                      "Fence the Nodes", REFUSED),
+}
+
+
+@pytest.mark.parametrize("callback", [True, False])
+@pytest.mark.parametrize("name, case", sorted(OTHERS))
+def test_fleet_verdict_and_fence_stopped_before_judging_say_why_once(place, name, case, callback):
+    """As the playbooks above: the reason once, on the NOT JUDGED line, then the fixed short message; was three
+    copies (the [ERROR] block, the fatal line, the summary's NOT JUDGED line)."""
+    variables, task, why = OTHERS[(name, case)]
+    variables = dict((key, str(place / "refusing.kubeconfig") if value == "REFUSING" else value)
+                     for key, value in variables.items())
+    env = {"HOME": str(place / "home"), "KUBECONFIG": ""}
+    if not callback:
+        env["ANSIBLE_CONFIG"] = str(place / "empty.cfg")
+    run = ansible_run.playbook(os.path.join(ansible_run.REPO, "playbooks", name + ".yml"), "localhost,", variables,
+                               extra_env=env)
+    assert_not_judged_once(run, callback, task, why, "localhost", "localhost")
+
+
+@pytest.mark.parametrize("callback", [True, False])
+def test_a_refused_merge_says_why_once(place, callback):
+    """Slices that cannot be merged: each reason once (the summary's FAILED line, else the Summary task's), the
+    coverage unknown, the failed task's message fixed and short, exit 2."""
+    env = {"HOME": str(place / "home")}
+    if not callback:
+        env["ANSIBLE_CONFIG"] = str(place / "empty.cfg")
+    reports = str(place / ("refused-merge-%s" % callback))
+    run = ansible_run.playbook(os.path.join(ansible_run.REPO, "playbooks", "fleet_verdict.yml"), "localhost,",
+                               {"gpurt_slices_expected": 2, "gpurt_slice_reports": [str(place / "dump.toml")],
+                                "gpurt_report_dir": reports}, extra_env=env)
+    assert run.rc == 2 and "Traceback" not in run.text, run
+    for why in ("expected 2 slice(s), got 0: 2 slice(s) missing", "dump.toml is not an audit report"):
+        assert run.out.count(why) == 1, run
+    assert run.out.count("coverage unknown: the slices were not merged") == 1, run
+    fixed = "the slices could not be merged, so the gate fails: the summary's FAILED line says why"
+    assert 1 <= run.out.count(fixed) <= 2 and run.out.count("fatal: [localhost]: FAILED! => ") == 1, run
+    assert max(len(line) for line in run.out.splitlines()) < 700, run
+    with open(os.path.join(reports, "audit.json")) as handle:
+        assert json.load(handle)["outcome"] == "failed"
