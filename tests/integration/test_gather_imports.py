@@ -1,6 +1,6 @@
 """Issue 34: the gather's per-host cost on the node. An AnsiballZ module imports the collection's module_utils
 from a zip and zipimport keeps no bytecode: every source it imports is compiled again on every host (twice, measured on
-Python 3.11). So a gather imports only what its node needs: the fragment loader only on a node with a config
+Python 3.8 to 3.13). So a gather imports only what its node needs: the fragment loader only on a node with a config
 fragment nothing imports, and the declared shape of a gathered (_gathered) never, it is for readers. Observed
 through the real module in ansible-playbook on real containerd nodes, by the node's own `python -X importtime`."""
 import json

@@ -7,8 +7,6 @@ import subprocess
 import sys
 import zipfile
 
-import pytest
-
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
 PROBE = """
 import collections, json, sys, zipimport
@@ -48,8 +46,8 @@ def test_each_source_of_the_zip_compiles_once_and_runs_the_same(tmp_path):
     assert hooked["file"] == plain["file"] and hooked["file"].endswith(os.path.join("payload.zip", "pkg", "first.py"))
 
 
-@pytest.mark.skipif(sys.version_info < (3, 10), reason="zipimport has find_spec (and compiles twice) from 3.10")
 def test_without_it_zipimport_compiles_each_source_twice(tmp_path):
+    # measured on Python 3.8, 3.9, 3.11, 3.12 and 3.13
     assert run(tmp_path, "plain")["compiles"]["second.py"] == 2
 
 
