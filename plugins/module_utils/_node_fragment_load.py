@@ -7,8 +7,8 @@ them) plus a scratch copy of the fragment, dumped by the node's containerd. The 
 that dump with the node's own: a fragment whose load changes nothing containerd loads is no orphan,
 whoever merged it (a generator's input, keys containerd drops when it migrates an old version).
 
-Bounded: at most MAX_LOADS fragments per gather, each under the gather's timeout, size and memory
-limits; what the cap left out is reported, never hidden.
+Bounded: each load under the gather's timeout, size and memory limits; how many are loaded per gather,
+and what the cap left out, is _node_fragment_scan.load_unreferenced's.
 
 Runs on target hosts: Python 3.8+, standard library only."""
 
@@ -20,7 +20,6 @@ import tempfile
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _node_commands as commands
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _node_config_text as node_config_text
 
-MAX_LOADS = 8
 # A scratch path is written into a TOML string as is.
 _TOML_UNSAFE = ('"', "\\", "'", "\n")
 
@@ -61,18 +60,3 @@ def load_one(binary, config_text, own_imports, content, params):
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
-
-def load_unreferenced(binary, config_path, config_text, imports, files, params):
-    """Add ``load`` to each unreferenced file with a text (at most MAX_LOADS of them); return the summary
-    {loaded, cap, left_out: [paths]}. The node's own imports are the main file's entries, resolved."""
-    own = [entry["resolved"] for entry in imports if entry.get("declared_in") == config_path]
-    summary = {"loaded": 0, "cap": MAX_LOADS, "left_out": []}
-    for entry in files:
-        if entry.get("role") != "unreferenced" or entry.get("content") is None:
-            continue
-        if summary["loaded"] >= MAX_LOADS:
-            summary["left_out"].append(entry["path"])
-            continue
-        entry["load"] = load_one(binary, config_text, own, entry["content"], params)
-        summary["loaded"] += 1
-    return summary

@@ -6,7 +6,9 @@ their content (a top-level `version` or a `plugins` table), not by the name of t
 
 Looked at: the config's directory and its subdirectories (two levels), the known tools' drop-in
 directories and the directories the node's imports name. Bounded: entries listed per directory,
-files read, bytes per file and in all; what a cap left out is reported, never hidden.
+files read, bytes per file and in all; what a cap left out is reported, never hidden. Then at most
+MAX_LOADS of the fragments found are loaded by the node's containerd (_node_fragment_load, imported
+only by a gather that found one: most nodes have none, and a module compiles what it imports).
 
 Runs on target hosts: Python 3.8+, standard library only."""
 
@@ -20,6 +22,7 @@ MAX_ENTRIES_PER_DIR = 512
 MAX_FILES_READ = 128
 MAX_BYTES_PER_FILE = 262144
 MAX_BYTES_TOTAL = 4194304
+MAX_LOADS = 8  # fragments loaded by containerd per gather (load_unreferenced)
 
 # Never a containerd config: keys, certificates, specs, sockets. Not even opened.
 _NOT_CONFIG_SUFFIXES = (".pem", ".key", ".crt", ".cert", ".csr", ".json", ".yaml", ".yml", ".sock", ".pid",
@@ -109,3 +112,22 @@ def find_fragments(config_path, known_dirs, import_dirs, seen, skip, max_bytes, 
             if looks_like_fragment(content):
                 found.append({"path": path, "role": "unreferenced", "content": content, "error": error})
     return found, scan
+
+
+def load_unreferenced(binary, config_path, config_text, imports, files, params):
+    """Add ``load`` (_node_fragment_load.load_one) to each unreferenced file with a text (at most MAX_LOADS of
+    them); return the summary {loaded, cap, left_out: [paths]}. The node's own imports are the main file's
+    entries, resolved."""
+    own = [entry["resolved"] for entry in imports if entry.get("declared_in") == config_path]
+    summary = {"loaded": 0, "cap": MAX_LOADS, "left_out": []}
+    for entry in files:
+        if entry.get("role") != "unreferenced" or entry.get("content") is None:
+            continue
+        if summary["loaded"] >= MAX_LOADS:
+            summary["left_out"].append(entry["path"])
+            continue
+        # here only: a node with no such fragment never compiles the loader
+        from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _node_fragment_load as fragment_load
+        entry["load"] = fragment_load.load_one(binary, config_text, own, entry["content"], params)
+        summary["loaded"] += 1
+    return summary

@@ -6,22 +6,26 @@ is parsed on the controller.
 
 Runs on target hosts: Python 3.8+, standard library only."""
 
+from __future__ import annotations  # the return annotation below is for readers: never evaluated
+
 import errno
 import os
 import re
 import stat
+from typing import TYPE_CHECKING
 
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _containerd_facts as containerd_facts
-from ansible_collections.gpurt.runtime_gate.plugins.module_utils._gathered import Gathered
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _host_paths as host_paths
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _node_config_text as node_config_text
-from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _node_fragment_load as fragment_load
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _node_fragment_scan as fragment_scan
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _restart_marker as restart_marker
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils._node_commands import (
     GatherError, cause_line, containerd_version, finish, find_binary, kill, loader_lines, memory_limit,
     parse_version, start, start_version)
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils._node_running_view import running_view
+
+if TYPE_CHECKING:  # the declared shape, for readers and type checkers: the node never compiles it
+    from ansible_collections.gpurt.runtime_gate.plugins.module_utils._gathered import Gathered
 
 _CDI_SPEC_SUFFIXES = (".yaml", ".yml", ".json")
 
@@ -256,7 +260,7 @@ def gather(params, ran=None) -> Gathered:
     result.update(imports=imports, files=files, dropin_dirs=dropin_dirs, fragment_scan=scan, fragment_loads=None)
     if dump is not None and config_text is not None:
         # each fragment nothing imports, loaded as an import by this containerd: what it would change
-        result["fragment_loads"] = fragment_load.load_unreferenced(binary, config_path, config_text, imports, files,
+        result["fragment_loads"] = fragment_scan.load_unreferenced(binary, config_path, config_text, imports, files,
                                                                    params)
 
     texts = [dump or ""] + [item["content"] or "" for item in files]

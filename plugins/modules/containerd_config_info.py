@@ -575,6 +575,9 @@ loaded:
 
 from ansible.module_utils.basic import AnsibleModule
 
+# first: each module_utils below then compiles once on the node, not twice (it says why)
+# pylint: disable-next=unused-import
+from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _zip_compile_once  # noqa: F401
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _containerd_facts as containerd_facts
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils._node_gather import ConfigRefused, GatherError, gather
 

@@ -22,7 +22,7 @@ import os
 
 import pytest
 
-from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _node_fragment_load as fragment_load
+from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _node_fragment_scan as fragment_scan
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _node_gather as node_gather
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _audit as audit
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _parse_gathered as parse_gathered
@@ -259,7 +259,7 @@ def test_talos_parts_are_no_orphans_because_their_load_changes_nothing(tmp_path,
     assert [i["severity"] for i in items] == ["info"]
     assert "containerd's own load of it as an import changes nothing" in items[0]["message"]
     assert items[0]["evidence"]["load"] == "loaded" and items[0]["evidence"]["would_change"] == []
-    assert gathered["fragment_loads"] == {"loaded": 2, "cap": fragment_load.MAX_LOADS, "left_out": []}
+    assert gathered["fragment_loads"] == {"loaded": 2, "cap": fragment_scan.MAX_LOADS, "left_out": []}
 
 
 def test_microk8s_template_placeholders_are_what_the_generator_substituted(tmp_path):
@@ -285,7 +285,7 @@ def test_a_true_orphan_names_what_importing_it_would_change(tmp_path):
 
 def test_the_cap_is_reported_and_the_rest_judged_by_their_settings(tmp_path, monkeypatch):
     node = make(tmp_path, "talos-like-v2-parts", "2.1")
-    monkeypatch.setattr(fragment_load, "MAX_LOADS", 1)
+    monkeypatch.setattr(fragment_scan, "MAX_LOADS", 1)
     gathered = gather(node)
     assert gathered["fragment_loads"]["loaded"] == 1
     assert gathered["fragment_loads"]["left_out"] == [node.path("etc/cri/conf.d/10-nvidia-container-runtime.part")]

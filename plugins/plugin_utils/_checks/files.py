@@ -9,7 +9,7 @@ import os
 import re
 
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _containerd_facts as containerd_facts
-from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _node_fragment_load as fragment_load
+from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _node_fragment_scan as fragment_scan
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _config_shapes as config_shapes
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils._checks.context import dropins_above_root, merged_files
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils._checks.model import finding
@@ -162,7 +162,7 @@ def _judge(parsed, lost):
        ".part files, microk8s' template; keys a version migration drops: runtime_engine, runtime_root, no_pivot), "
        "files a runtime names (`ConfigPath`, `base_runtime_spec`) and backups (`*~`, `*.bak`, `*.dpkg-*`, ...). At "
        "most %d fragments are loaded per node; the others are judged by their settings and the finding says so"
-       % fragment_load.MAX_LOADS,
+       % fragment_scan.MAX_LOADS,
        ("files", "loaded"),
        not_fixed("files of other tools are never moved, renamed or removed; the role's own drop-ins always get an "
                  "`imports` entry that loads them"))

@@ -2,6 +2,7 @@
 (resolved) and then the fragment. The loads themselves run the real containerd in
 tests/integration/test_orphan_loader_evidence.py."""
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _node_fragment_load as fragment_load
+from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _node_fragment_scan as fragment_scan
 
 
 def test_the_fragment_is_imported_last_after_the_node_s_own_imports():
@@ -23,10 +24,10 @@ def test_imports_it_cannot_cut_out_or_a_bom_give_none():
 
 def test_the_cap_lists_what_it_left_out(monkeypatch):
     monkeypatch.setattr(fragment_load, "load_one", lambda *args: {"rc": 0, "dump": "", "cause": None, "warnings": []})
-    monkeypatch.setattr(fragment_load, "MAX_LOADS", 2)
+    monkeypatch.setattr(fragment_scan, "MAX_LOADS", 2)
     files = [{"path": "/c.toml", "role": "main", "content": ""}]
     files += [{"path": "/u%d.toml" % i, "role": "unreferenced", "content": "version = 3\n"} for i in range(4)]
     files.append({"path": "/unread.toml", "role": "unreferenced", "content": None})
-    summary = fragment_load.load_unreferenced("containerd", "/c.toml", "", [], files, {})
+    summary = fragment_scan.load_unreferenced("containerd", "/c.toml", "", [], files, {})
     assert summary == {"loaded": 2, "cap": 2, "left_out": ["/u2.toml", "/u3.toml"]}
     assert ["load" in f for f in files] == [False, True, True, False, False, False]
