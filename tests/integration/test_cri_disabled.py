@@ -182,26 +182,44 @@ def role_playbook(path):
     return str(path)
 
 
-@pytest.mark.parametrize("name", ["docker-17", "docker-21", "worker-21", "images-dropin-23"])
-def test_the_role_refuses_and_writes_nothing(tmp_path, containerd, name):
-    release, setup, (_subject, files, _names) = NODES[name]
-    node = Node(tmp_path / "nodes", name, release)
-    setup(node)
-    facts = node.host_vars(
-        containerd_runtime_runtimes=[{"name": "nvidia-cdi", "binary_name": node.runtime_binary("usr/bin/nvidia-cdi")}],
-        containerd_runtime_backup_dir=node.path("var/backups/gpurt"),
-        containerd_runtime_restart_command=["sh", "-c", "echo restarted >> %s" % node.path("restarts.log")],
-    )
-    inventory = ansible_run.write_inventory(str(tmp_path / "inv.json"), {name: facts})
-    playbook = role_playbook(tmp_path / "role.yml")
-    before = shapes.tree(node.root)
-    for check in (True, False):
-        run = ansible_run.playbook(playbook, inventory, check=check)
+REFUSED = ["docker-17", "docker-21", "worker-21", "images-dropin-23"]
+
+
+@pytest.fixture(scope="module")
+def refusals(tmp_path_factory, containerd):
+    """The role over one node of each REFUSED case, in check mode and then for real: the runs, and each node's
+    tree before and after the check run."""
+    base = tmp_path_factory.mktemp("refusals")
+    nodes, hosts = {}, {}
+    for name in REFUSED:
+        release, setup, _expected = NODES[name]
+        node = nodes[name] = Node(base / "nodes", name, release)
+        setup(node)
+        hosts[name] = node.host_vars(
+            containerd_runtime_runtimes=[{"name": "nvidia-cdi",
+                                          "binary_name": node.runtime_binary("usr/bin/nvidia-cdi")}],
+            containerd_runtime_backup_dir=node.path("var/backups/gpurt"),
+            containerd_runtime_restart_command=["sh", "-c", "echo restarted >> %s" % node.path("restarts.log")],
+        )
+    inventory = ansible_run.write_inventory(str(base / "inv.json"), hosts)
+    playbook = role_playbook(base / "role.yml")
+    out = {"nodes": nodes, "before": dict((name, shapes.tree(node.root)) for name, node in nodes.items())}
+    out["check"] = ansible_run.playbook(playbook, inventory, check=True)
+    out["after_check"] = dict((name, shapes.tree(node.root)) for name, node in nodes.items())
+    out["real"] = ansible_run.playbook(playbook, inventory)
+    return out
+
+
+@pytest.mark.parametrize("name", REFUSED)
+def test_the_role_refuses_and_writes_nothing(refusals, name):
+    _release, _setup, (_subject, files, _names) = NODES[name]
+    node, before = refusals["nodes"][name], refusals["before"][name]
+    for run, after in ((refusals["check"], refusals["after_check"][name]), (refusals["real"], shapes.tree(node.root))):
         assert run.rc == 2 and run.recap[name]["failed"] == 1, run
-        words = " ".join(run.text.replace("\\n", " ").split())
+        words = run.said(name)
         assert "serves no CRI on this node: %s sets disabled_plugins" % node.path(files[0]) in words, run
         assert "Nothing was written" in words
-        assert shapes.tree(node.root) == before
+        assert after == before
 
 
 def test_the_daemon_serves_no_cri_premise(containerd, crictl):

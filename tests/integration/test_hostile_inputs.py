@@ -34,22 +34,49 @@ def make_unusable(path, kind):
         raise ValueError(kind)
 
 
-def gather(tmp_path, binary, config_path):
-    playbook = tmp_path / "gather.yml"
-    args = dict(containerd_bin=binary, config_path=config_path, on_refused="report", timeout=20,
-                kubelet_config_path=str(tmp_path / "none.yaml"), gather_running=False)
-    playbook.write_text(
-        "- hosts: all\n  gather_facts: false\n  tasks:\n"
-        "    - gpurt.runtime_gate.containerd_config_info: %s\n"
-        "      register: gathered\n"
-        "    - ansible.builtin.copy: {content: '{{ gathered | to_json }}', dest: '%s', mode: '0644'}\n"
-        % (json.dumps(args), tmp_path / "result.json"))
-    inventory = ansible_run.write_inventory(str(tmp_path / "inv.json"), {"node-x": {}})
-    run = ansible_run.playbook(str(playbook), inventory, timeout=120)
+GATHER = """- hosts: all
+  gather_facts: false
+  tasks:
+    - gpurt.runtime_gate.containerd_config_info:
+        containerd_bin: "{{ probe_bin }}"
+        config_path: "{{ probe_config }}"
+        on_refused: report
+        timeout: 20
+        kubelet_config_path: "{{ probe_dir }}/none.yaml"
+        gather_running: false
+      register: gathered
+    - ansible.builtin.copy: {content: '{{ gathered | to_json }}', dest: '{{ probe_dir }}/result.json', mode: '0644'}
+"""
+
+
+@pytest.fixture(scope="module")
+def gathered(tmp_path_factory, containerd):
+    """gather(kind, version): the gather module's result for a main config made unusable that way, loaded by that
+    release. Every case is a host of one run of GATHER (the releases not built are left out: their tests fail)."""
+    base = tmp_path_factory.mktemp("gather")
+    cases = [(kind, version) for kind in UNUSABLE_CAUSE for version in containerd_bins.ALL_VERSIONS]
+    cases += [("dangling-symlink", version) for version in DANGLING_VERSIONS]
+    hosts = {}
+    for kind, version in cases:
+        try:
+            binary = containerd_bins.binary(version)
+        except containerd_bins.NotBuilt:
+            continue
+        probe = base / ("%s-%s" % (kind, version))
+        probe.mkdir()
+        make_unusable(str(probe / "config.toml"), kind)
+        hosts[probe.name] = {"probe_bin": binary, "probe_config": str(probe / "config.toml"), "probe_dir": str(probe)}
+    playbook = base / "gather.yml"
+    playbook.write_text(GATHER)
+    run = ansible_run.playbook(str(playbook), ansible_run.write_inventory(str(base / "inv.json"), hosts), timeout=300)
     assert "Traceback" not in run.text, run
     assert run.rc == 0, run
-    with open(str(tmp_path / "result.json")) as handle:
-        return json.load(handle)
+
+    def gather(kind, version):
+        containerd_bins.binary(version)  # NotBuilt, as when the case ran alone
+        with open(str(base / ("%s-%s" % (kind, version)) / "result.json")) as handle:
+            return json.load(handle)
+    return gather
 
 
 # --- class: a main config containerd cannot use is never "absent" ---------------------------
@@ -59,14 +86,13 @@ UNUSABLE_CAUSE = {
     "directory": "is a directory",
     "fifo": "is a FIFO, not a regular file",
 }
+DANGLING_VERSIONS = ("1.6", "2.1", "2.4")
 
 
 @pytest.mark.parametrize("version", containerd_bins.ALL_VERSIONS)
 @pytest.mark.parametrize("kind", sorted(UNUSABLE_CAUSE))
-def test_a_config_containerd_cannot_read_is_refused_with_its_cause(tmp_path, containerd, version, kind):
-    config_path = str(tmp_path / "config.toml")
-    make_unusable(config_path, kind)
-    result = gather(tmp_path, containerd_bins.binary(version), config_path)
+def test_a_config_containerd_cannot_read_is_refused_with_its_cause(gathered, version, kind):
+    result = gathered(kind, version)
     assert result["config_exists"] is True
     assert result["refused"], result
     assert UNUSABLE_CAUSE[kind] in result["refused"]["cause"], result["refused"]
@@ -74,34 +100,41 @@ def test_a_config_containerd_cannot_read_is_refused_with_its_cause(tmp_path, con
         assert result["refused"]["cause"].startswith("containerd: "), result["refused"]
 
 
-@pytest.mark.parametrize("version", ("1.6", "2.1", "2.4"))
-def test_a_dangling_symlink_is_absent_as_containerd_sees_it(tmp_path, containerd, version):
-    config_path = str(tmp_path / "config.toml")
-    make_unusable(config_path, "dangling-symlink")
-    result = gather(tmp_path, containerd_bins.binary(version), config_path)
+@pytest.mark.parametrize("version", DANGLING_VERSIONS)
+def test_a_dangling_symlink_is_absent_as_containerd_sees_it(gathered, version):
+    result = gathered("dangling-symlink", version)
     assert result["config_exists"] is False and not result["refused"], result
 
 
-@pytest.mark.parametrize("kind", sorted(UNUSABLE_CAUSE))
-def test_the_audit_fails_a_node_whose_config_containerd_cannot_read(tmp_path, containerd, kind):
-    """Before: 'there is no config.toml: containerd runs on its built-in defaults' (info) and,
-    with a cgroupfs kubelet, exit 0: a false pass on a node whose containerd cannot start."""
-    node = Node(tmp_path / "nodes", "node-x", "2.1")
-    node.write("var/lib/kubelet/config.yaml", CGROUPFS_KUBELET)
-    make_unusable(node.config_path, kind)
-    manifests = tmp_path / "rc"
+@pytest.fixture(scope="module")
+def unusable_audit(tmp_path_factory, containerd):
+    """One audit of a node per UNUSABLE_CAUSE kind (the host is named after it): the run and its report."""
+    base = tmp_path_factory.mktemp("unusable")
+    hosts = {}
+    for kind in sorted(UNUSABLE_CAUSE):
+        node = Node(base / "nodes", kind, "2.1")
+        node.write("var/lib/kubelet/config.yaml", CGROUPFS_KUBELET)
+        make_unusable(node.config_path, kind)
+        hosts[kind] = node.host_vars()
+    manifests = base / "rc"
     manifests.mkdir()
     (manifests / "runc.yaml").write_text(RUNTIMECLASS)
-    inventory = ansible_run.write_inventory(str(tmp_path / "hosts.json"), {"node-x": node.host_vars()},
-                                            group_vars={"gpurt_node_labels": {}})
-    report_dir = tmp_path / "report"
+    inventory = ansible_run.write_inventory(str(base / "hosts.json"), hosts, group_vars={"gpurt_node_labels": {}})
+    report_dir = base / "report"
     run = ansible_run.playbook(AUDIT, inventory, {"gpurt_runtimeclasses_src": str(manifests),
                                                   "gpurt_report_dir": str(report_dir)}, check=True, timeout=300)
-    assert "Traceback" not in run.text, run
-    assert run.rc != 0, run
     with open(str(report_dir / "audit.json")) as handle:
-        report = json.load(handle)
-    entry = report["nodes"]["node-x"]
+        return run, json.load(handle)
+
+
+@pytest.mark.parametrize("kind", sorted(UNUSABLE_CAUSE))
+def test_the_audit_fails_a_node_whose_config_containerd_cannot_read(unusable_audit, kind):
+    """Before: 'there is no config.toml: containerd runs on its built-in defaults' (info) and,
+    with a cgroupfs kubelet, exit 0: a false pass on a node whose containerd cannot start."""
+    run, report = unusable_audit
+    assert "Traceback" not in run.text, run
+    assert run.rc != 0 and run.recap[kind]["failed"] == 1, run
+    entry = report["nodes"][kind]
     checks = [f["check"] for f in entry["findings"]]
     assert "config_refused" in checks, entry
     assert "config_defaults" not in checks, entry

@@ -119,13 +119,96 @@ def restarts(node):
     return len(open(path).read().splitlines()) if os.path.exists(path) else 0
 
 
+# The single-node cases below share two real runs of remediate.yml, one host per case (each test reads its host's
+# report entry, recap line and files; every host is processed: gpurt_serial 100%, gpurt_max_fail_percentage 100).
+# The second run holds only hosts that must change nothing in it: those the first run wrote (a second run is
+# idempotent) and those whose runtime another tool registered (adopted, never written), so its changed=0 is theirs.
+ADOPTED = [("nvidia-ctk-registered-1.7", "1.7"), ("nvidia-ctk-registered-2.1", "2.1")]
+AGAIN = ["kind-1.7", "kind-2.1", "g-key"] + ["adopted-" + version for _shape, version in ADOPTED]
+
+
+def _gvisor_with_keys_17_does_not_know(node):
+    """config.toml's runc also carries cgroup_writable (containerd 2.1's runtime key) and the CRI section a key
+    1.7 never had."""
+    config = node.path(node.config_rel)
+    with open(config) as handle:
+        text = handle.read()
+    text = text.replace('      runtime_type = "io.containerd.runc.v2"\n',
+                        '      runtime_type = "io.containerd.runc.v2"\n      cgroup_writable = true\n')
+    text = text.replace('  sandbox_image = "registry.k8s.io/pause:3.9"\n', '  sandbox_image = "registry.k8s.io/pause:3.9"\n'
+                        '  tolerate_missing_hugepages_controller = true\n')
+    assert "cgroup_writable" in text and "hugepages" in text
+    with open(config, "w") as handle:
+        handle.write(text)
+
+
+@pytest.fixture(scope="module")
+def shared(tmp_path_factory, containerd):
+    """The nodes of the single-node cases, their trees (and kind's loads) before, the real run over all but the
+    adopted, kind's loads and every node's restarts right after it, then the second run over AGAIN."""
+    base = tmp_path_factory.mktemp("shared")
+    nodes, hosts = {}, {}
+
+    def add(host, shape, version, **kwargs):
+        node = nodes[host] = install(base / host, shape, version)
+        hosts[host] = host_vars(node, shape, **kwargs)
+        return node
+
+    node = nodes["m"] = install(base / "m", "microk8s", "2.1")
+    hosts["m"] = host_vars(node, "microk8s", restart=[sys.executable, GENERATORS, "microk8s", node.root])
+    # a start that copies its own config back with no evidence on the node (a bootstrap agent)
+    node = nodes["b"] = install(base / "b", "kubeadm-documented-2.1", "2.1")
+    saved = str(base / "b" / "bootstrap-config.toml")
+    shutil.copyfile(node.config_path, saved)
+    hosts["b"] = host_vars(node, "kubeadm-documented-2.1", restart=[
+        "sh", "-c", "cp %s %s && echo restarted >> %s" % (saved, node.config_path, node.path("restarts.log"))])
+    for version in ("1.7", "2.1"):
+        add("kind-" + version, "kind", version)
+    for shape, version in ADOPTED:
+        add("adopted-" + version, shape, version, handlers=("nvidia", "nvidia-cdi"), cdi=True)
+    node = add("prec", "nvidia-ctk-registered-2.1", "2.1", handlers=("nvidia",))
+    other = node.runtime_binary("usr/local/nvidia/toolkit/nvidia-container-runtime")
+    hosts["prec"]["containerd_runtime_runtimes"] = [{"name": "nvidia", "binary_name": other}]
+    node = add("shims", "k0s", "2.1", handlers=("nvidia", "runsc"))
+    hosts["shims"]["containerd_runtime_dropin_dir"] = node.path("etc/k0s/containerd.d")
+    add("v", "v3-file-1.6", "1.6")
+    for shape in ("gvisor-dropin-1.7", "gvisor-quickstart-1.7"):
+        add(shape, shape, "1.7", handlers=("nvidia", "runsc"))
+    _gvisor_with_keys_17_does_not_know(add("g-key", "gvisor-dropin-1.7", "1.7", handlers=("nvidia", "runsc")))
+    for align in (False, True):
+        add("cgroup-%s" % ("on" if align else "off"), "kubeadm-cgroup-mismatch-1.7", "1.7",
+            containerd_runtime_align_runc_cgroup=align)
+    node = nodes["m-broken"] = install(base / "m-broken", "microk8s", "2.1")
+    with open(node.path("var/snap/microk8s/current/args/containerd-template.toml"), "a") as handle:
+        handle.write('\n[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.broken\n')
+    hosts["m-broken"] = host_vars(node, "microk8s", restart=[sys.executable, GENERATORS, "microk8s", node.root])
+    node = add("u", "kubeadm-documented-2.1", "2.1")
+    unit = node.path("etc/systemd/system/containerd.service")
+    os.makedirs(os.path.dirname(unit))
+    with open(unit, "wb") as handle:
+        handle.write(b"[Service]\nExecStart=/usr/bin/containerd\n# \xff\n")
+
+    out = {"nodes": nodes, "before": dict((host, shapes.tree(node.root)) for host, node in nodes.items()),
+           "loaded_before": dict((host, loaded(nodes[host])) for host in ("kind-1.7", "kind-2.1"))}
+    manifest = base / "rc.yaml"
+    manifest.write_text(RUNTIMECLASSES)
+    out["audit"] = ansible_run.playbook(
+        AUDIT, ansible_run.write_inventory(str(base / "audit.json"), {"shims": hosts["shims"]}),
+        {"gpurt_runtimeclasses_src": str(manifest), "gpurt_report_dir": str(base / "audit")}, check=True)
+    with open(str(base / "audit" / "audit.json")) as handle:
+        out["audited"] = json.load(handle)["nodes"]
+    out["run"], out["entries"] = remediate(base, dict((h, v) for h, v in hosts.items() if not h.startswith("adopted-")))
+    out["loaded_after"] = dict((host, loaded(nodes[host])) for host in ("kind-1.7", "kind-2.1"))
+    out["restarts"] = dict((host, restarts(node)) for host, node in nodes.items())
+    (base / "again").mkdir()
+    out["again"], out["again_entries"] = remediate(base / "again", dict((h, hosts[h]) for h in AGAIN))
+    return out
+
+
 # --- ownership by evidence -------------------------------------------------------------------------
 
-def test_a_config_its_generator_renders_at_start_is_changed_through_the_generators_input(tmp_path, containerd):
-    node = install(tmp_path / "nodes", "microk8s", "2.1")
-    restart = [sys.executable, GENERATORS, "microk8s", node.root]
-    run, nodes = remediate(tmp_path, {"m": host_vars(node, "microk8s", restart=restart)})
-    entry = nodes["m"]
+def test_a_config_its_generator_renders_at_start_is_changed_through_the_generators_input(shared):
+    node, entry, run = shared["nodes"]["m"], shared["entries"]["m"], shared["run"]
     runtimes, _cri, _doc = loaded(node)  # what the next start loads: the generator has rendered again
     assert restarts(node) == 1, run
     assert passed(entry) and "nvidia" in runtimes, json.dumps(entry, indent=1)
@@ -229,18 +312,11 @@ def test_the_evidence_reader_sees_the_real_mounts_of_a_node(tmp_path, containerd
         shapes.unmount(talos)
 
 
-def test_a_runtime_the_restarted_containerd_lacks_fails_the_host_and_everything_is_put_back(tmp_path, containerd):
+def test_a_runtime_the_restarted_containerd_lacks_fails_the_host_and_everything_is_put_back(shared):
     """A start that rewrites the config with no evidence on the node (a bootstrap agent copying its own file back,
     here the restart command): the proof after the restart finds no nvidia in the config containerd starts with,
     the host fails 'did not survive the restart', every file is put back and containerd restarted again."""
-    node = install(tmp_path / "nodes", "kubeadm-documented-2.1", "2.1")
-    saved = str(tmp_path / "bootstrap-config.toml")
-    shutil.copyfile(node.config_path, saved)
-    restart = ["sh", "-c", "cp %s %s && echo restarted >> %s" % (saved, node.config_path, node.path("restarts.log"))]
-    facts = host_vars(node, "kubeadm-documented-2.1", restart=restart)
-    before = shapes.tree(node.root)
-    run, nodes = remediate(tmp_path, {"b": facts})
-    entry = nodes["b"]
+    node, before, entry = shared["nodes"]["b"], shared["before"]["b"], shared["entries"]["b"]
     assert entry["status"] == "FAILED" and "did not survive the restart" in entry["reason"], json.dumps(entry, indent=1)
     assert "has no runtime nvidia" in entry["reason"] and "every file was put back" in entry["reason"], entry["reason"]
     assert "restarted again" in entry["reason"] and restarts(node) == 2
@@ -255,16 +331,14 @@ def test_a_runtime_the_restarted_containerd_lacks_fails_the_host_and_everything_
 
 
 @pytest.mark.parametrize("version", ["1.7", "2.1"])
-def test_a_node_nothing_regenerates_is_written_and_the_runtime_survives_the_restart(tmp_path, containerd, version):
+def test_a_node_nothing_regenerates_is_written_and_the_runtime_survives_the_restart(shared, version):
     """kind's node image: a config written once, a unit whose start writes nothing. The evidence leads to a
     plain write (no false refusal), the restarted containerd's config has nvidia, what the file declared
     stays loaded, and a second run changes nothing."""
-    node = install(tmp_path / "nodes", "kind", version)
-    before, _cri, before_doc = loaded(node)
-    facts = host_vars(node, "kind")
-    run, nodes = remediate(tmp_path, {"k": facts})
-    entry = nodes["k"]
-    after, cri, after_doc = loaded(node)
+    host = "kind-" + version
+    node, entry = shared["nodes"][host], shared["entries"][host]
+    before, _cri, before_doc = shared["loaded_before"][host]
+    after, cri, after_doc = shared["loaded_after"][host]
     assert passed(entry) and entry["remediation"]["outcome"] == "changed", json.dumps(entry, indent=1)
     assert "after the restart the config containerd starts with" in entry["remediation"]["msg"], entry["remediation"]
     assert sorted(after) == sorted(set(before) | {"nvidia"})
@@ -272,9 +346,9 @@ def test_a_node_nothing_regenerates_is_written_and_the_runtime_survives_the_rest
     before_doc.pop("imports", None)
     after_doc.pop("imports", None)
     assert after_doc == before_doc
-    assert restarts(node) == 1
-    again, nodes = remediate(tmp_path, {"k": facts})
-    assert nodes["k"]["remediation"]["outcome"] == "unchanged" and again.changed() == 0 and restarts(node) == 1
+    assert shared["restarts"][host] == 1
+    again, nodes = shared["again"], shared["again_entries"]
+    assert nodes[host]["remediation"]["outcome"] == "unchanged" and again.changed() == 0 and restarts(node) == 1
 
 
 def test_a_template_beside_the_file_is_its_input_even_without_a_header(tmp_path, containerd):
@@ -307,68 +381,47 @@ def test_a_template_beside_the_file_is_its_input_even_without_a_header(tmp_path,
 
 # --- no needless change ----------------------------------------------------------------------------
 
-@pytest.mark.parametrize("shape, version", [("nvidia-ctk-registered-1.7", "1.7"), ("nvidia-ctk-registered-2.1", "2.1")])
-def test_a_runtime_another_tool_registered_as_wanted_is_adopted(tmp_path, containerd, shape, version):
-    node = install(tmp_path / "nodes", shape, version)
-    facts = host_vars(node, shape, handlers=("nvidia", "nvidia-cdi"), cdi=True)
-    before = shapes.tree(node.root)
-    run, nodes = remediate(tmp_path, {"n": facts})
-    entry = nodes["n"]
+@pytest.mark.parametrize("shape, version", ADOPTED)
+def test_a_runtime_another_tool_registered_as_wanted_is_adopted(shared, shape, version):
+    host = "adopted-" + version  # a host of the second run, where every host must change nothing
+    node, before, run, entry = shared["nodes"][host], shared["before"][host], shared["again"], shared["again_entries"]
+    entry = entry[host]
     assert passed(entry), json.dumps(entry, indent=1)
     assert entry["remediation"]["outcome"] == "unchanged" and run.changed() == 0, json.dumps(entry["remediation"])
     assert shapes.tree(node.root) == before and restarts(node) == 0
 
 
-def test_a_change_next_to_another_tools_dropin_says_what_takes_precedence(tmp_path, containerd):
-    node = install(tmp_path / "nodes", "nvidia-ctk-registered-2.1", "2.1")
-    facts = host_vars(node, "nvidia-ctk-registered-2.1", handlers=("nvidia",))
-    other = node.runtime_binary("usr/local/nvidia/toolkit/nvidia-container-runtime")
-    facts["containerd_runtime_runtimes"] = [{"name": "nvidia", "binary_name": other}]
-    run, nodes = remediate(tmp_path, {"n": facts})
-    entry = nodes["n"]
+def test_a_change_next_to_another_tools_dropin_says_what_takes_precedence(shared):
+    run, entry = shared["run"], shared["entries"]["prec"]
     assert passed(entry), json.dumps(entry, indent=1)
     notes = " ".join(entry["remediation"].get("notes") or [])
     assert "99-nvidia.toml" in notes and "precedence" in notes, notes
     # 2.x: per key; the role's nvidia drop-in sorts after the toolkit's, and its BinaryName is the key both set.
     assert "zz-gpurt-nvidia.toml sorts after" in notes and "containerd.runtimes.nvidia.options.BinaryName" in notes, notes
     said = "".join(run.text.split())  # the console line for the host (Ansible wraps warnings)
-    assert "".join(("n: precedence: containerd 2.x merges").split()) in said, run.text[-3000:]
+    assert "".join(("prec: precedence: containerd 2.x merges").split()) in said, run.text[-3000:]
 
 
 # --- closure: every error the audit reports is fixed or explained ----------------------------------
 
-def test_shims_in_gpurt_shim_dirs_are_judged_by_the_reaudit_as_by_the_audit(tmp_path, containerd):
-    node = install(tmp_path / "nodes", "k0s", "2.1")
-    facts = host_vars(node, "k0s", handlers=("nvidia", "runsc"),
-                      containerd_runtime_dropin_dir=node.path("etc/k0s/containerd.d"))
-    manifest = tmp_path / "rc.yaml"
-    manifest.write_text(RUNTIMECLASSES)
-    audit = ansible_run.playbook(AUDIT, ansible_run.write_inventory(str(tmp_path / "audit.json"), {"k": facts}),
-                                 {"gpurt_runtimeclasses_src": str(manifest), "gpurt_report_dir": str(tmp_path / "a")},
-                                 check=True)
-    with open(str(tmp_path / "a" / "audit.json")) as handle:
-        audited = json.load(handle)["nodes"]["k"]
+def test_shims_in_gpurt_shim_dirs_are_judged_by_the_reaudit_as_by_the_audit(shared):
+    audit, audited = shared["audit"], shared["audited"]["shims"]  # the audit ran before the remediation
     assert [f for f in audited["findings"] if f["check"] == "runtime_binary"] == [], audit
-    run, nodes = remediate(tmp_path, {"k": facts})
-    entry = nodes["k"]
+    entry = shared["entries"]["shims"]
     assert [f for f in entry["findings"] if f["check"] == "runtime_binary"] == [], json.dumps(entry["findings"])
     assert passed(entry), json.dumps(entry, indent=1)
 
 
-def test_a_version_3_file_on_16_is_converted_to_what_the_node_reads(tmp_path, containerd):
-    node = install(tmp_path / "nodes", "v3-file-1.6", "1.6")
-    run, nodes = remediate(tmp_path, {"v": host_vars(node, "v3-file-1.6")})
-    entry = nodes["v"]
+def test_a_version_3_file_on_16_is_converted_to_what_the_node_reads(shared):
+    node, entry = shared["nodes"]["v"], shared["entries"]["v"]
     runtimes, _cri, _doc = loaded(node)
     assert passed(entry), json.dumps(entry, indent=1)
     assert runtimes["runc"]["options"]["SystemdCgroup"] is True and "nvidia" in runtimes
 
 
 @pytest.mark.parametrize("shape", ["gvisor-dropin-1.7", "gvisor-quickstart-1.7"])
-def test_a_17_section_replacement_gets_the_key_by_key_merge_back(tmp_path, containerd, shape):
-    node = install(tmp_path / "nodes", shape, "1.7")
-    run, nodes = remediate(tmp_path, {"g": host_vars(node, shape, handlers=("nvidia", "runsc"))})
-    entry = nodes["g"]
+def test_a_17_section_replacement_gets_the_key_by_key_merge_back(shared, shape):
+    node, entry = shared["nodes"][shape], shared["entries"][shape]
     runtimes, cri, _doc = loaded(node)
     assert passed(entry), json.dumps(entry, indent=1)
     assert sorted(runtimes) == ["nvidia", "runc", "runsc"]
@@ -377,27 +430,13 @@ def test_a_17_section_replacement_gets_the_key_by_key_merge_back(tmp_path, conta
         assert cri["sandbox_image"] == "registry.k8s.io/pause:3.9"
 
 
-def test_a_key_the_17_node_does_not_know_is_no_loss_but_a_known_lost_key_comes_back(tmp_path, containerd):
+def test_a_key_the_17_node_does_not_know_is_no_loss_but_a_known_lost_key_comes_back(shared):
     """The class behind kind on 1.7: a key containerd 1.7 drops silently (not in its config struct) is not
     loaded today, so the merge that restores a replaced CRI section need not load it. Written here on the
     gVisor drop-in node: config.toml's runc also carries cgroup_writable (containerd 2.1's runtime key)
     and a key 1.7 never had; runc's SystemdCgroup and the sandbox image, which 1.7 knows and lost to the
     drop-in, must still come back, and runsc's free-form options stay."""
-    shape = "gvisor-dropin-1.7"
-    node = install(tmp_path / "nodes", shape, "1.7")
-    config = node.path(node.config_rel)
-    with open(config) as handle:
-        text = handle.read()
-    text = text.replace('      runtime_type = "io.containerd.runc.v2"\n',
-                        '      runtime_type = "io.containerd.runc.v2"\n      cgroup_writable = true\n')
-    text = text.replace('  sandbox_image = "registry.k8s.io/pause:3.9"\n',
-                        '  sandbox_image = "registry.k8s.io/pause:3.9"\n  tolerate_missing_hugepages_controller = true\n')
-    assert "cgroup_writable" in text and "hugepages" in text
-    with open(config, "w") as handle:
-        handle.write(text)
-    facts = host_vars(node, shape, handlers=("nvidia", "runsc"))
-    run, nodes = remediate(tmp_path, {"g": facts})
-    entry = nodes["g"]
+    node, entry = shared["nodes"]["g-key"], shared["entries"]["g-key"]
     runtimes, cri, _doc = loaded(node)
     assert passed(entry), json.dumps(entry, indent=1)
     assert runtimes["runc"]["options"]["SystemdCgroup"] is True and cri["sandbox_image"] == "registry.k8s.io/pause:3.9"
@@ -405,50 +444,33 @@ def test_a_key_the_17_node_does_not_know_is_no_loss_but_a_known_lost_key_comes_b
     assert runtimes["runsc"]["options"]["TypeUrl"] == "io.containerd.runsc.v1.options"
     notes = " ".join(entry["remediation"].get("notes") or [])
     assert "cgroup_writable" in notes and "tolerate_missing_hugepages_controller" in notes, notes
-    again, nodes = remediate(tmp_path, {"g": facts})
-    assert nodes["g"]["remediation"]["outcome"] == "unchanged" and again.changed() == 0, json.dumps(nodes["g"])
+    again, nodes = shared["again"], shared["again_entries"]
+    assert nodes["g-key"]["remediation"]["outcome"] == "unchanged" and again.changed() == 0, json.dumps(nodes["g-key"])
 
 
 @pytest.mark.parametrize("align", [False, True], ids=["without-opt-in", "with-opt-in"])
-def test_runc_cgroup_is_aligned_only_when_asked_and_explained_otherwise(tmp_path, containerd, align):
-    node = install(tmp_path / "nodes", "kubeadm-cgroup-mismatch-1.7", "1.7")
-    facts = host_vars(node, "kubeadm-cgroup-mismatch-1.7", containerd_runtime_align_runc_cgroup=align)
-    run, nodes = remediate(tmp_path, {"c": facts})
-    entry = nodes["c"]
+def test_runc_cgroup_is_aligned_only_when_asked_and_explained_otherwise(shared, align):
+    host = "cgroup-%s" % ("on" if align else "off")
+    node, run, entry = shared["nodes"][host], shared["run"], shared["entries"][host]
     runtimes, _cri, _doc = loaded(node)
     if align:
         assert passed(entry) and runtimes["runc"]["options"]["SystemdCgroup"] is True, json.dumps(entry)
     else:
         assert verdict(entry) == ("FINDINGS", ["cgroup_driver"]), json.dumps(entry, indent=1)
-        said = json.dumps(entry) + run.out
+        said = json.dumps(entry) + run.said(host)  # its report entry and its own lines of the shared run
         assert "containerd_runtime_align_runc_cgroup" in said and "drain" in said
 
 
 # --- bad input -------------------------------------------------------------------------------------
 
-def test_a_template_that_does_not_render_is_a_clear_refusal(tmp_path, containerd):
-    node = install(tmp_path / "nodes", "microk8s", "2.1")
-    template = node.path("var/snap/microk8s/current/args/containerd-template.toml")
-    with open(template, "a") as handle:
-        handle.write('\n[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.broken\n')
-    facts = host_vars(node, "microk8s", restart=[sys.executable, GENERATORS, "microk8s", node.root])
-    before = shapes.tree(node.root)
-    run, nodes = remediate(tmp_path, {"m": facts})
-    entry = nodes["m"]
+def test_a_template_that_does_not_render_is_a_clear_refusal(shared):
+    node, before, entry = shared["nodes"]["m-broken"], shared["before"]["m-broken"], shared["entries"]["m-broken"]
     assert entry["status"] == "REFUSED" and "containerd-template.toml" in entry["reason"], json.dumps(entry, indent=1)
     assert shapes.tree(node.root) == before
 
 
-def test_a_unit_file_that_cannot_be_read_is_a_clear_refusal(tmp_path, containerd):
-    node = install(tmp_path / "nodes", "kubeadm-documented-2.1", "2.1")
-    unit = node.path("etc/systemd/system/containerd.service")
-    os.makedirs(os.path.dirname(unit))
-    with open(unit, "wb") as handle:
-        handle.write(b"[Service]\nExecStart=/usr/bin/containerd\n# \xff\n")
-    facts = host_vars(node, "kubeadm-documented-2.1")
-    before = shapes.tree(node.root)
-    run, nodes = remediate(tmp_path, {"u": facts})
-    entry = nodes["u"]
+def test_a_unit_file_that_cannot_be_read_is_a_clear_refusal(shared):
+    node, before, entry = shared["nodes"]["u"], shared["before"]["u"], shared["entries"]["u"]
     assert entry["status"] == "REFUSED" and "containerd.service" in entry["reason"], json.dumps(entry, indent=1)
     assert shapes.tree(node.root) == before
 

@@ -2,7 +2,10 @@
 restarted by a wrapper with its own config (containerd issues 9417, 11926), Docker's packaged one that disables
 the CRI plugin: the daemon runs and serves no CRI (crictl: unknown service runtime.v1.RuntimeService), while the
 dump of the config the role wrote lists the runtime. The proof is missing, the host fails, the files stay as
-written; only containerd_runtime_restart_proof=config takes the config's load, and says so."""
+written; only containerd_runtime_restart_proof=config takes the config's load, and says so.
+
+The three cases are the three hosts of one role run (-v), each with its own daemon: each test reads its host's
+recap and result lines."""
 import os
 import shutil
 import subprocess
@@ -19,12 +22,14 @@ from tests.lib.nodes import Node
 pytestmark = pytest.mark.integration
 
 
-@pytest.fixture
-def engine_daemon(tmp_path, containerd):
-    if os.geteuid() != 0:
-        pytest.skip("a real containerd daemon needs root (../shared/crictl/README.md)")
+CASES = ("crictl-unknown-service", "no-crictl", "config-proof")
+
+
+def _engine_daemon(base, host, stack):
+    """A node whose restart command starts a real 2.1 daemon with Docker's config (no CRI), started once here."""
     run = tempfile.mkdtemp(prefix="gd", dir="/tmp")  # unix socket paths must stay short
-    node = Node(tmp_path / "nodes", "n1", "2.1")
+    stack.append(run)
+    node = Node(base / "nodes", host, "2.1")
     scratch = (
         'root = "{run}/root"\nstate = "{run}/state"\n[grpc]\n  address = "{run}/c.sock"\n'
         '[ttrpc]\n  address = "{run}/c.sock.ttrpc"\n'.replace("{run}", run)
@@ -36,16 +41,47 @@ def engine_daemon(tmp_path, containerd):
         handle.write(DOCKER + scratch)
     restart = node.write("restart.sh", RESTART.format(run=run, binary=node.binary, config=engine), executable=True)
     subprocess.run([restart], check=True, timeout=60)
+    return {"node": node, "run": run, "restart": restart, "endpoint": "unix://%s/c.sock" % run}
+
+
+@pytest.fixture(scope="module")
+def engine_daemons(tmp_path_factory, containerd):
+    """{host: its daemon} of CASES, and the one run of the role over them: crictl-unknown-service has the real
+    crictl, no-crictl none, config-proof none and containerd_runtime_restart_proof=config."""
+    if os.geteuid() != 0:
+        pytest.skip("a real containerd daemon needs root (../shared/crictl/README.md)")
+    base = tmp_path_factory.mktemp("engine")
+    runs = []
     try:
-        yield {"node": node, "run": run, "restart": restart, "endpoint": "unix://%s/c.sock" % run}
+        daemons = dict((host, _engine_daemon(base, host, runs)) for host in CASES)
+        crictl = containerd_bins.crictl_binary()  # the real crictl (NotBuilt: make setup)
+        hosts = {}
+        for host, daemon in daemons.items():
+            node = daemon["node"]
+            hosts[host] = node.host_vars(
+                containerd_runtime_runtimes=[{"name": "nvidia-cdi",
+                                              "binary_name": node.runtime_binary("usr/bin/nvidia-cdi")}],
+                containerd_runtime_backup_dir=node.path("var/backups/gpurt"),
+                containerd_runtime_restart_command=[daemon["restart"]],
+                gpurt_crictl_bin=crictl if host == "crictl-unknown-service" else node.path("no-crictl"),
+                gpurt_cri_endpoint=daemon["endpoint"],
+            )
+        hosts["config-proof"]["containerd_runtime_restart_proof"] = "config"
+        inventory = ansible_run.write_inventory(str(base / "inv.json"), hosts)
+        run = ansible_run.playbook(role_playbook(base / "role.yml"), inventory, args=("-v",),
+                                   extra_env={"ANSIBLE_CALLBACK_RESULT_FORMAT": "json"})
+        yield {"daemons": daemons, "crictl": crictl, "run": run}
     finally:
-        generators.stop_by_pid_file(os.path.join(run, "pid"))
-        shutil.rmtree(run, ignore_errors=True)
+        for run_dir in runs:
+            generators.stop_by_pid_file(os.path.join(run_dir, "pid"))
+            shutil.rmtree(run_dir, ignore_errors=True)
 
 
 @pytest.mark.parametrize("with_crictl", [True, False], ids=["crictl-unknown-service", "no-crictl"])
-def test_no_cri_answer_after_the_restart_is_a_missing_proof(tmp_path, engine_daemon, with_crictl):
-    crictl = containerd_bins.crictl_binary() if with_crictl else None  # the real crictl (NotBuilt: make setup)
+def test_no_cri_answer_after_the_restart_is_a_missing_proof(engine_daemons, with_crictl):
+    host = "crictl-unknown-service" if with_crictl else "no-crictl"
+    crictl = engine_daemons["crictl"] if with_crictl else None
+    engine_daemon = engine_daemons["daemons"][host]
     node = engine_daemon["node"]
     if crictl:
         # the premise: the daemon runs, and serves no CRI
@@ -58,48 +94,23 @@ def test_no_cri_answer_after_the_restart_is_a_missing_proof(tmp_path, engine_dae
             timeout=30,
         )
         assert proc.returncode != 0 and "unknown service runtime.v1.RuntimeService" in proc.stderr, proc
-    facts = node.host_vars(
-        containerd_runtime_runtimes=[{"name": "nvidia-cdi", "binary_name": node.runtime_binary("usr/bin/nvidia-cdi")}],
-        containerd_runtime_backup_dir=node.path("var/backups/gpurt"),
-        containerd_runtime_restart_command=[engine_daemon["restart"]],
-        gpurt_crictl_bin=crictl or node.path("no-crictl"),
-        gpurt_cri_endpoint=engine_daemon["endpoint"],
-    )
-    inventory = ansible_run.write_inventory(str(tmp_path / "inv.json"), {"n1": facts})
-    playbook = role_playbook(tmp_path / "role.yml")
-    run = ansible_run.playbook(playbook, inventory, extra_env={"ANSIBLE_CALLBACK_RESULT_FORMAT": "json"})
-    words = " ".join(run.text.replace("\\n", " ").split())
+    run = engine_daemons["run"]
+    words = run.said(host)
     # the config the service would start with has nvidia-cdi: the dump alone would have "proved" it
     rc, out, _err = node.dump()
     assert rc == 0 and "runtimes.nvidia-cdi]" in out
-    assert run.rc == 2 and run.recap["n1"]["failed"] == 1, run
+    assert run.rc == 2 and run.recap[host]["failed"] == 1, run
     assert (
         "the restart is not proved: the proof is missing: the restarted containerd did not answer on its CRI "
         "socket" in words
     ), run
     assert ("unknown service runtime.v1.RuntimeService" if crictl else "crictl not found") in words
-    assert "the runtimes did not survive the restart" not in words, words  # the files stay: nothing put back
+    assert "the runtimes did not survive the restart" not in " ".join(run.text.replace("\\n", " ").split())
     assert os.path.exists(node.path("etc/containerd/conf.d/zz-gpurt-nvidia-cdi.toml"))
     assert os.path.exists("/proc/%s" % open(os.path.join(engine_daemon["run"], "pid")).read().strip())
 
 
-def test_a_config_proof_on_request_says_the_daemon_was_not_asked(tmp_path, engine_daemon):
-    node = engine_daemon["node"]
-    facts = node.host_vars(
-        containerd_runtime_runtimes=[{"name": "nvidia-cdi", "binary_name": node.runtime_binary("usr/bin/nvidia-cdi")}],
-        containerd_runtime_backup_dir=node.path("var/backups/gpurt"),
-        containerd_runtime_restart_command=[engine_daemon["restart"]],
-        containerd_runtime_restart_proof="config",
-        gpurt_crictl_bin=node.path("no-crictl"),
-        gpurt_cri_endpoint=engine_daemon["endpoint"],
-    )
-    inventory = ansible_run.write_inventory(str(tmp_path / "inv.json"), {"n1": facts})
-    run = ansible_run.playbook(
-        role_playbook(tmp_path / "role.yml"),
-        inventory,
-        args=("-v",),
-        extra_env={"ANSIBLE_CALLBACK_RESULT_FORMAT": "json"},
-    )
-    words = " ".join(run.text.replace("\\n", " ").split())
-    assert run.rc == 0, run
-    assert "restart_proof=config: the running daemon was not asked" in words, run
+def test_a_config_proof_on_request_says_the_daemon_was_not_asked(engine_daemons):
+    run = engine_daemons["run"]
+    assert run.recap["config-proof"]["failed"] == 0 and run.recap["config-proof"]["unreachable"] == 0, run
+    assert "restart_proof=config: the running daemon was not asked" in run.said("config-proof"), run

@@ -33,6 +33,17 @@ class Run(object):
         """The run's output with the callback's line wrapping undone."""
         return " ".join(self.text.split())
 
+    def said(self, host):
+        """The words of host's result lines ("<status>: [host]" or "[host -> ...]", with the indented JSON that
+        continues them), escaped newlines and the callback's wrapping undone: what the run said of that host."""
+        mine, lines = False, []
+        for line in self.text.replace("\\n", " ").splitlines():
+            if line and not line[0].isspace() and not line.startswith("}"):
+                mine = re.match(r"^[a-z]+: \[%s[\] ]" % re.escape(host), line) is not None
+            if mine:
+                lines.append(line)
+        return " ".join(" ".join(lines).split())
+
     def changed(self):
         return sum(h["changed"] for h in self.recap.values())
 
