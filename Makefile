@@ -9,6 +9,15 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 # Binaries are shared between clones on one machine, so CI fetches them once.
 GPURT_CACHE ?= $(HOME)/.cache/gpurt-runtime-gate
+# So is the default venv: .venv links to one in GPURT_CACHE per Python and requirements, so that a fresh clone
+# (CI) installs nothing a clone before it installed (a warm install from pip's cache took 179 s here). VENV=DIR
+# uses DIR, and a .venv that is a directory (an older checkout) stays as it is.
+ifeq ($(VENV),.venv)
+SHARED_VENV := $(GPURT_CACHE)/venvs/$(shell { $(PYTHON) -c 'import sys; print(sys.version)' && \
+	cat requirements.txt requirements-test.txt; } 2>/dev/null | sha256sum | cut -c1-16)
+# two clones installing into it at once wait for each other
+LOCKED := $(shell command -v flock >/dev/null && echo flock $(GPURT_CACHE)/venvs/.lock)
+endif
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
@@ -46,17 +55,25 @@ setup: $(VENV)/.installed .cache/containerd/2.1/containerd go-binaries collectio
 .PHONY: demo-setup
 demo-setup: $(VENV)/.demo-installed .cache/containerd/2.1/containerd collection-link
 
-$(VENV)/.installed: requirements.txt requirements-test.txt
+# The shared venv is made where it lives (its scripts name their Python by that path), then linked.
+.PHONY: venv-link
+venv-link:
 	@test -n "$(PYTHON)" || { echo "need Python 3.11+ on the controller" >&2; exit 1; }
-	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -r requirements-test.txt
+ifdef SHARED_VENV
+	@if [ ! -e $(VENV) ] && [ ! -L $(VENV) ]; then mkdir -p $(GPURT_CACHE)/venvs && \
+	  $(LOCKED) sh -c 'test -x $(SHARED_VENV)/bin/python || $(PYTHON) -m venv $(SHARED_VENV)' && \
+	  ln -s $(SHARED_VENV) $(VENV) && echo "$(VENV) links to $(SHARED_VENV), shared by this machine's clones"; fi
+endif
+
+$(VENV)/.installed: requirements.txt requirements-test.txt | venv-link
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(LOCKED) $(BIN)/pip install -q --upgrade pip
+	$(LOCKED) $(BIN)/pip install -q -r requirements-test.txt
 	touch $@ $(VENV)/.demo-installed
 
-$(VENV)/.demo-installed: requirements.txt
-	@test -n "$(PYTHON)" || { echo "need Python 3.11+ on the controller" >&2; exit 1; }
+$(VENV)/.demo-installed: requirements.txt | venv-link
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	grep -v '^kubernetes' requirements.txt | $(BIN)/pip install -q -r /dev/stdin
+	grep -v '^kubernetes' requirements.txt | $(LOCKED) $(BIN)/pip install -q -r /dev/stdin
 	touch $@
 
 .cache/containerd/2.1/containerd:
