@@ -192,8 +192,12 @@ class RuntimeLookup(object):
     non-runc runtime_type's shim there and next to the containerd binary; an absolute path as it is."""
 
     def __init__(self, root, shim_dirs, containerd_bin):
-        path_dirs, self.path_from = containerd_path(root or "/")
-        self.dirs = search_dirs(root or "/", path_dirs, shim_dirs)
+        try:
+            root = host_paths.host_root(root)
+        except ValueError as exc:
+            raise GatherError(str(exc))
+        path_dirs, self.path_from = containerd_path(root)
+        self.dirs = search_dirs(root, path_dirs, shim_dirs)
         self.containerd_dir = os.path.dirname(containerd_bin)
 
     def _facts(self, name, extra=()):

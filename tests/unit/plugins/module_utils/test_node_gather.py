@@ -127,6 +127,11 @@ def test_a_bare_binary_name_in_shim_dirs_or_a_units_path(tmp_path):
     assert lookup.shim("containerd-shim-kata-v2")["resolved"] == str(tmp_path / "bin/containerd-shim-kata-v2")
 
 
+def test_a_bad_host_root_is_a_gather_error_not_a_traceback():
+    with pytest.raises(node_commands.GatherError, match="host_root must be an absolute path"):
+        gather.RuntimeLookup("relative/root", [], "/usr/bin/containerd")
+
+
 # --- gather() end to end, with small shell scripts standing in for containerd and crictl --------
 
 def params(tmp_path, binary, **extra):
