@@ -183,30 +183,39 @@ def read_text(path, max_bytes, timeout=None):
         return None, "not UTF-8 text (bad byte at offset %d)" % exc.start
 
 
-def path_facts(path, extra_dirs=()):
-    """exists / is_file / executable for a path, resolving a bare name in PATH, then in
-    extra_dirs (containerd also looks for a shim next to its own binary)."""
+def path_facts(path, extra_dirs=(), search=None):
+    """exists / is_file / executable for a path. A bare name is looked up as Go's exec.LookPath does: in
+    search (the directories of the PATH it runs with; default: this module's PATH), then in extra_dirs
+    (containerd also looks for a shim next to its own binary); an empty or relative entry is never searched
+    (LookPath refuses what it finds there). Its facts name the directories searched and, when no directory
+    holds an executable, the first plain file of that name found (resolved) or nothing."""
+    bare = os.sep not in path
     resolved = path
     searched = []
-    if os.sep not in path:
-        searched = []
-        for directory in os.environ.get("PATH", os.defpath).split(os.pathsep) + list(extra_dirs):
-            if directory and directory not in searched:
+    if bare:
+        dirs = os.environ.get("PATH", os.defpath).split(os.pathsep) if search is None else list(search)
+        for directory in dirs + list(extra_dirs):
+            if os.path.isabs(directory) and directory not in searched:
                 searched.append(directory)
+        found = None
         for directory in searched:
             candidate = os.path.join(directory, path)
-            if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
-                resolved = candidate
-                break
-    exists = os.path.exists(resolved)
+            if os.path.isfile(candidate):
+                found = candidate if found is None or os.access(candidate, os.X_OK) else found
+                if os.access(candidate, os.X_OK):
+                    break
+        resolved = found or path
+        exists = found is not None  # never the working directory's file of that name
+    else:
+        exists = os.path.exists(path)
     facts = {
         "path": path,
         "resolved": resolved,
         "exists": exists,
-        "is_file": os.path.isfile(resolved),
+        "is_file": exists and os.path.isfile(resolved),
         "executable": exists and os.path.isfile(resolved) and os.access(resolved, os.X_OK),
     }
-    if searched:
+    if bare:
         facts["searched"] = searched
     return facts
 

@@ -19,6 +19,7 @@ from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _host_pa
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _node_config_text as node_config_text
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _node_fragment_scan as fragment_scan
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _restart_marker as restart_marker
+from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _systemd_units as units
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils._node_commands import (
     GatherError, cause_line, containerd_version, finish, find_binary, kill, loader_lines, memory_limit,
     parse_version, start, start_version)
@@ -159,16 +160,68 @@ def shim_binary_name(runtime_type):
     return "containerd-shim-%s-%s" % (parts[-2], parts[-1])
 
 
-# systemd's default PATH, which containerd.service runs with unless its unit says otherwise: the
-# module itself may run with a shorter one (a non-login SSH shell).
-SYSTEMD_PATH = ("/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin")
+# --- where containerd and its runc shim find a runtime's binary -----------------------------
+
+CONTAINERD_UNIT = "containerd.service"
+_MAX_UNIT_BYTES = 262144
 
 
-def runtime_path_facts(texts, containerd_bin, shim_dirs=()):
+def containerd_path(root):
+    """([dirs], where they come from) of the PATH containerd runs with on the node under root: the PATH its
+    systemd unit sets (Environment= or EnvironmentFile= in the unit and its drop-ins), else systemd's default
+    PATH for services. The module itself may run with another one (a non-login SSH shell)."""
+    def read(path):
+        return host_paths.read_text(path, _MAX_UNIT_BYTES, timeout=5)
+
+    entries, _sources, _errors = units.read_unit_under_root(root, CONTAINERD_UNIT, read)
+    origins = {}
+    env = units.environment(units.merge(entries), lambda p: read(host_paths.on_machine(root, p))[0], origins)
+    return units.service_path(env, origins, units.unmerged_usr_under_root(root))
+
+
+def search_dirs(root, path_dirs, shim_dirs=()):
+    """The directories, on this machine, where a bare BinaryName is looked up: containerd's PATH (the runc
+    shim inherits containerd's environment and runs BinaryName with Go's exec.LookPath, which skips a relative
+    entry), then the user's shim_dirs, each under the node root once."""
+    dirs = []
+    for directory in [d for d in path_dirs if os.path.isabs(d)] + list(shim_dirs or ()):
+        directory = host_paths.on_machine(root, directory)
+        if directory not in dirs:
+            dirs.append(directory)
+    return dirs
+
+
+class RuntimeLookup(object):
+    """How the node finds a runtime's binaries: a bare BinaryName in containerd's PATH and the shim_dirs, a
+    non-runc runtime_type's shim there and next to the containerd binary; an absolute path as it is."""
+
+    def __init__(self, root, shim_dirs, containerd_bin):
+        try:
+            root = host_paths.host_root(root)
+        except ValueError as exc:
+            raise GatherError(str(exc))
+        path_dirs, self.path_from = containerd_path(root)
+        self.dirs = search_dirs(root, path_dirs, shim_dirs)
+        self.containerd_dir = os.path.dirname(containerd_bin)
+
+    def _facts(self, name, extra=()):
+        facts = host_paths.path_facts(name, extra, search=self.dirs)
+        if "searched" in facts:
+            facts["path_from"] = self.path_from
+        return facts
+
+    def binary(self, name):
+        return self._facts(name)
+
+    def shim(self, name):
+        return self._facts(name, [self.containerd_dir])
+
+
+def runtime_path_facts(texts, lookup):
     """({path: facts} for every runtime_path / ConfigPath / base_runtime_spec named in the texts,
     {runtime_type: facts of its shim} for every runtime type that is not runc's: containerd
-    ships the runc shim; other shims (kata, runsc, ...) are installed apart and looked up in
-    PATH, systemd's default PATH, shim_dirs and next to the containerd binary)."""
+    ships the runc shim; other shims (kata, runsc, ...) are installed apart and looked up as
+    lookup (a RuntimeLookup) says)."""
     paths = set()
     types = set()
     for text in texts:
@@ -181,8 +234,7 @@ def runtime_path_facts(texts, containerd_bin, shim_dirs=()):
             continue
         name = shim_binary_name(runtime_type)
         if name:
-            extra = list(SYSTEMD_PATH + tuple(shim_dirs or ()) + (os.path.dirname(containerd_bin),))
-            shims[runtime_type] = host_paths.path_facts(name, extra)
+            shims[runtime_type] = lookup.shim(name)
     return dict((p, host_paths.path_facts(p)) for p in sorted(paths)), shims
 
 
@@ -267,8 +319,9 @@ def gather(params, ran=None) -> Gathered:
     names = set()
     for text in texts:
         names.update(node_config_text.binary_names(text))
-    result["paths"] = dict((name, host_paths.path_facts(name)) for name in sorted(names))
-    runtime_paths, shims = runtime_path_facts(texts, binary, params.get("shim_dirs"))
+    lookup = RuntimeLookup(params.get("host_root"), params.get("shim_dirs"), binary)
+    result["paths"] = dict((name, lookup.binary(name)) for name in sorted(names))
+    runtime_paths, shims = runtime_path_facts(texts, lookup)
     for path, facts in runtime_paths.items():
         result["paths"].setdefault(path, facts)
     result["shims"] = shims

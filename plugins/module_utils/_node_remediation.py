@@ -125,8 +125,10 @@ def gather_for_plan(params) -> PlanGathered:
     watched = [result["config_path"]] + host_paths.list_files(params["dropin_dir"])
     result["file_states"] = dict((path, file_state(path)) for path in watched)
     result["dropin_dir_exists"] = os.path.isdir(params["dropin_dir"])
-    for name in params.get("extra_paths") or []:
-        result["paths"][name] = host_paths.path_facts(name)
+    if params.get("extra_paths"):
+        lookup = node_gather.RuntimeLookup(params.get("host_root"), params.get("shim_dirs"), binary)
+        for name in params["extra_paths"]:
+            result["paths"][name] = lookup.binary(name)
     config_text = result["files"][0]["content"]
     result["migration"] = None
     if result["version_major"] >= 2 and config_text is not None:

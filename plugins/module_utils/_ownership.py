@@ -317,20 +317,13 @@ def unit_of_pid(pid):
 
 def service_evidence(root, name, use_systemctl, timeout=10):
     """What unit `name` runs at start: its sources, environment, and each Exec command followed."""
-    fragment, dropins = units.unit_files_under_root(root, name)
-    sources, errors, entries = [], [], []
+    errors = []
     text = _systemctl_cat(name, timeout) if use_systemctl else None
     if text is not None:
         entries = units.parse_unit(text)
         sources = sorted(set(s for _k, _v, s in entries if s))
     else:
-        for path in ([fragment] if fragment else []) + dropins:
-            body, error = read_text(path)
-            if error:
-                errors.append("%s: %s" % (unrooted(root, path), error))
-                continue
-            entries += units.parse_unit(body, unrooted(root, path))
-            sources.append(unrooted(root, path))
+        entries, sources, errors = units.read_unit_under_root(root, name, read_text)
     merged = units.merge(entries)
     env = units.environment(merged, lambda p: read_text(node_path(root, p))[0])
     commands = []

@@ -6,8 +6,8 @@ root (their drop-ins merged as systemd merges them), their ExecStart* command li
 Environment expanded, snap apps followed to the command snapd runs, and the shell scripts a start
 runs scanned for the files they write.
 
-Runs on target hosts: Python 3.8+, standard library only. Pure functions take texts; only
-read_unit() and the functions named *_under_root touch the file system.
+Runs on target hosts: Python 3.8+, standard library only. Pure functions take texts; only the
+functions named *_under_root touch the file system.
 """
 
 import os
@@ -76,19 +76,13 @@ def merge(entries):
     return merged
 
 
-def environment(merged, read_env_file=None):
+def environment(merged, read_env_file=None, origins=None):
     """{name: value} from Environment= (quoted words of KEY=VALUE) and EnvironmentFile= (read with
-    read_env_file(path) -> text or None; a '-' prefix makes a missing file fine)."""
+    read_env_file(path) -> text or None; a '-' prefix makes a missing file fine). As systemd.exec(5) says,
+    the files' settings override Environment='s. origins, a dict, receives where each name was set."""
     env = {}
-    for value, _source in merged.get("EnvironmentFile", []):
-        path = value[1:] if value.startswith("-") else value
-        text = read_env_file(path) if read_env_file else None
-        for line in (text or "").splitlines():
-            line = line.strip()
-            if line and not line.startswith("#") and "=" in line:
-                key, val = line.split("=", 1)
-                env[key.strip()] = val.strip().strip("\"'")
-    for value, _source in merged.get("Environment", []):
+    origins = {} if origins is None else origins
+    for value, source in merged.get("Environment", []):
         try:
             words = shlex.split(value)
         except ValueError:
@@ -97,7 +91,31 @@ def environment(merged, read_env_file=None):
             if "=" in word:
                 key, val = word.split("=", 1)
                 env[key] = val
+                origins[key] = "Environment= in %s" % source if source else "Environment="
+    for value, source in merged.get("EnvironmentFile", []):
+        path = value[1:] if value.startswith("-") else value
+        text = read_env_file(path) if read_env_file else None
+        for line in (text or "").splitlines():
+            line = line.strip()
+            if line and not line.startswith("#") and "=" in line:
+                key, val = line.split("=", 1)
+                env[key.strip()] = val.strip().strip("\"'")
+                origins[key.strip()] = "EnvironmentFile=%s%s" % (path, " in %s" % source if source else "")
     return env
+
+
+# systemd's PATH for the services of the system manager (systemd.exec(5), "$PATH"): a fixed value, with
+# ":/sbin:/bin" appended where systemd is built for an unmerged /usr (/bin is not a symlink to /usr/bin).
+DEFAULT_PATH = ("/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin")
+UNMERGED_USR_PATH = DEFAULT_PATH + ("/sbin", "/bin")
+
+
+def service_path(env, origins, unmerged_usr):
+    """([dirs], where they come from) of the PATH a system service runs with: the PATH its unit sets
+    (env and origins of environment()), else systemd's default for an (un)merged /usr."""
+    if "PATH" in env:
+        return env["PATH"].split(":"), "PATH from %s" % origins.get("PATH", "the unit")
+    return list(UNMERGED_USR_PATH if unmerged_usr else DEFAULT_PATH), "systemd's default PATH for services"
 
 
 def expand(text, env):
@@ -182,6 +200,28 @@ def unit_files_under_root(root, name):
             if path.endswith(".conf"):
                 dropins.setdefault(os.path.basename(path), path)
     return fragment, [dropins[key] for key in sorted(dropins)]
+
+
+def read_unit_under_root(root, name, read_text):
+    """(entries of parse_unit, [sources], [errors]) of unit `name` under a node root: its fragment, then its
+    drop-ins, each named as the node names it; read_text(path) -> (text, error)."""
+    fragment, dropins = unit_files_under_root(root, name)
+    entries, sources, errors = [], [], []
+    for path in ([fragment] if fragment else []) + dropins:
+        node = host_paths.on_node(root, path)
+        body, error = read_text(path)
+        if error:
+            errors.append("%s: %s" % (node, error))
+            continue
+        entries += parse_unit(body, node)
+        sources.append(node)
+    return entries, sources, errors
+
+
+def unmerged_usr_under_root(root):
+    """Whether the node under root has an unmerged /usr: a /bin directory that is not a symlink."""
+    bin_dir = host_paths.on_machine(root, "/bin")
+    return os.path.isdir(bin_dir) and not os.path.islink(bin_dir)
 
 
 def units_under_root(root):

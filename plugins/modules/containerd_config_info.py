@@ -92,9 +92,10 @@ options:
     default: fail
   shim_dirs:
     description:
-      - Directories searched for the shim of a runtime that is not runc's (C(containerd-shim-kata-v2)
-        for C(io.containerd.kata.v2)), besides E(PATH), systemd's default PATH and the directory of
-        the containerd binary, such as C(/opt/kata/bin).
+      - Directories searched for a runtime's bare C(BinaryName) and for the shim of a runtime that is not
+        runc's (C(containerd-shim-kata-v2) for C(io.containerd.kata.v2)), such as C(/opt/kata/bin), after
+        containerd's own E(PATH) (the one its C(containerd.service) unit sets, else systemd's default PATH for
+        services); a shim is also looked up next to the containerd binary. Read under O(host_root).
     type: list
     elements: path
   gather_running:
@@ -438,15 +439,19 @@ paths:
   description:
     - Facts on every runtime C(BinaryName), C(runtime_path), C(options.ConfigPath) and
       C(base_runtime_spec) named in the dump or the files, by path.
-    - Each has C(path), C(resolved) (a bare name looked up in E(PATH)), C(exists), C(is_file),
-      C(executable), and C(searched) (the directories searched, for a bare name).
+    - Each has C(path), C(resolved), C(exists), C(is_file) and C(executable).
+    - A bare C(BinaryName) is looked up as the runc shim looks it up, in the E(PATH) containerd runs with,
+      the one its C(containerd.service) unit and drop-ins set (C(Environment=), C(EnvironmentFile=)), else
+      systemd's default PATH for services (C(/sbin) and C(/bin) too on an unmerged C(/usr)); then in
+      O(shim_dirs), all under O(host_root). Its facts add C(searched) (the directories searched, in order)
+      and C(path_from) (where that PATH comes from); C(resolved) is where it was found.
   returned: success
   type: dict
 shims:
   description:
     - For each C(runtime_type) that is not runc's, the facts of its shim binary (for example
-      C(io.containerd.kata.v2) runs C(containerd-shim-kata-v2)), as in RV(paths), searched in E(PATH),
-      systemd's default PATH, O(shim_dirs) and next to the containerd binary.
+      C(io.containerd.kata.v2) runs C(containerd-shim-kata-v2)), as in RV(paths), searched in containerd's
+      E(PATH) and O(shim_dirs) as a bare C(BinaryName) is, then next to the containerd binary.
   returned: success
   type: dict
 kubelet_config:

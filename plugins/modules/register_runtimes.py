@@ -102,7 +102,9 @@ options:
     type: bool
     default: false
   require_binaries:
-    description: Refuse to register a runtime whose C(binary_name) is not an executable on the node.
+    description:
+      - Refuse to register a runtime whose C(binary_name) is not an executable on the node. A bare name is looked
+        up as the audit looks it up, in containerd's PATH and then O(shim_dirs).
     type: bool
     default: true
   accept_changes:
@@ -205,7 +207,7 @@ options:
     choices: [fail, report]
   shim_dirs:
     description:
-      - More directories where runtime shims are looked up, as the audit's
+      - More directories where bare BinaryNames and runtime shims are looked up, as the audit's
         O(gpurt.runtime_gate.containerd_config_info#module:shim_dirs), so that the re-audit of the written node
         judges C(runtime_binary) as the audit does.
     type: list

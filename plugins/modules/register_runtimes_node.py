@@ -231,7 +231,8 @@ options:
             type: str
             required: true
   shim_dirs:
-    description: More directories where runtime shims are looked up, as the audit's O(gpurt.runtime_gate.containerd_config_info#module:shim_dirs).
+    description: More directories where bare BinaryNames and runtime shims are looked up, as the audit's
+      O(gpurt.runtime_gate.containerd_config_info#module:shim_dirs).
     type: list
     elements: path
 extends_documentation_fragment:

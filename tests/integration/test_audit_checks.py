@@ -796,7 +796,11 @@ def test_kata_shim_and_config_path_missing(lab, report):
     assert binary["subject"] == "kata" and binary["evidence"]["binary_name"] == "containerd-shim-kata-v2"
     # a RuntimeClass asks for kata on this node: reachable, so an error
     assert binary["severity"] == "error" and only(report, "kata-shim", "runtime_file")["severity"] == "error"
-    assert "searched PATH, shim_dirs and the containerd binary's dir" in binary["message"]
+    # the message says truthfully where the shim was looked up: the directories the node searched
+    searched = binary["evidence"]["facts"]["searched"]
+    assert searched and searched[-1] == os.path.dirname(node.binary)
+    assert "(searched %s: containerd's PATH (" % ", ".join(searched) in binary["message"]
+    assert "then gpurt_shim_dirs, then the containerd binary's dir)" in binary["message"]
     config_file = only(report, "kata-shim", "runtime_file")
     assert config_file["subject"] == "kata:options.ConfigPath"
     assert config_file["evidence"]["path"] == node.path("opt/kata/share/defaults/kata-containers/configuration.toml")

@@ -139,12 +139,7 @@ CASES = {
 # The audit's false alarms on these shapes, to be fixed by issue 27's second phase: (why, the findings it gives
 # now). Each case expects the right findings and fails now only with exactly these (strict: it must be removed
 # here the moment the audit gets it right; another wrong outcome fails the test).
-FALSE_ALARMS = {
-    ("bottlerocket-nvidia", "1.7"): (
-        "a bare BinaryName (nvidia-oci) is looked up in the module's PATH only, not in systemd's PATH or "
-        "gpurt_shim_dirs, although the finding says it searched them",
-        {("default_runtime_blast_radius", "warning"): 1, ("runtime_binary", "error"): 1}),
-}
+FALSE_ALARMS = {}
 
 
 def cases():

@@ -30,10 +30,29 @@ def _unreachable_note(reached):
                                "RuntimeClass that can land on this node")
 
 
+def _searched(facts, shim):
+    """Where a bare name was looked up, as the node reported it: the directories, and whence they come."""
+    if "searched" not in facts:
+        return ""
+    dirs = ", ".join(facts["searched"]) or "no directory"
+    if not facts.get("path_from"):
+        return " (searched %s)" % dirs
+    return " (searched %s: containerd's PATH (%s), then gpurt_shim_dirs%s)" % (
+        dirs, facts["path_from"], ", then the containerd binary's dir" if shim else "")
+
+
+def _found_at(path, facts):
+    resolved = facts.get("resolved")
+    return "%s (found at %s)" % (path, resolved) if resolved and resolved != path else path
+
+
 @check("runtime_binary", ("error", "info"), "error for a runtime a pod can reach, else info",
        "a runtime's `options.BinaryName`, `runtime_path`, or the shim of a non-runc `runtime_type` "
-       "(`io.containerd.kata.v2` → `containerd-shim-kata-v2` in PATH, `gpurt_shim_dirs` or next to containerd) "
-       "is missing or not executable",
+       "(`io.containerd.kata.v2` → `containerd-shim-kata-v2`) is missing or not executable. An absolute path is "
+       "checked as it is; a bare name is looked up as the runc shim and containerd look it up: in containerd's "
+       "PATH (the `Environment=`/`EnvironmentFile=` PATH of `containerd.service` and its drop-ins, else systemd's "
+       "default PATH for services, with `/sbin:/bin` on an unmerged /usr), then `gpurt_shim_dirs`, all under "
+       "`gpurt_host_root`; a shim also next to the containerd binary",
        ("paths", "loaded"),
        not_fixed("the role installs no runtime; with `containerd_runtime_require_binaries` (the default) it refuses "
                  "to register a runtime whose BinaryName is not an executable on the node"),
@@ -60,11 +79,11 @@ def check_binaries(ctx):
             state = _facts_state(facts)
             if state is None:
                 continue
-            where = " (searched PATH, shim_dirs and the containerd binary's dir)" if facts.get("searched") else ""
+            where = _searched(facts, what.startswith("shim"))
             out.append(finding(
                 ctx.node, "runtime_binary", "error" if reached else "info", name,
                 "runtime '%s' uses %s %s, which %s on the node%s%s"
-                % (name, what, path, state, where, _unreachable_note(reached)),
+                % (name, what, _found_at(path, facts), state, where, _unreachable_note(reached)),
                 "install the runtime (e.g. nvidia-container-toolkit, kata-containers, gVisor) or fix the config",
                 {"runtime": name, "what": what, "binary_name": path, "facts": facts, "reachable": reached},
             ))

@@ -195,6 +195,37 @@ class TestFiles(object):
         assert facts["searched"] == [str(tmp_path / "empty"), str(tmp_path / "bin")]
         assert host_paths.path_facts("containerd-shim-kata-v2")["executable"] is False
 
+    def test_path_facts_searches_the_given_path_not_the_modules(self, tmp_path, monkeypatch):
+        # containerd's PATH, not the module's: a binary only in the module's PATH is not found
+        mine = touch(str(tmp_path / "mine" / "nvidia-oci"), "#!/bin/sh\n")
+        os.chmod(mine, 0o755)
+        monkeypatch.setenv("PATH", str(tmp_path / "mine"))
+        facts = host_paths.path_facts("nvidia-oci", search=[str(tmp_path / "usr/bin"), "", "rel/bin"])
+        assert (facts["exists"], facts["is_file"], facts["executable"]) == (False, False, False)
+        assert facts["resolved"] == "nvidia-oci"
+        # empty and relative entries are never searched (Go's LookPath refuses what it finds there)
+        assert facts["searched"] == [str(tmp_path / "usr/bin")]
+        theirs = touch(str(tmp_path / "usr/bin" / "nvidia-oci"), "#!/bin/sh\n")
+        os.chmod(theirs, 0o755)
+        facts = host_paths.path_facts("nvidia-oci", search=[str(tmp_path / "usr/bin")])
+        assert facts["resolved"] == theirs and facts["executable"] is True
+
+    def test_path_facts_goes_past_a_plain_file_and_names_it_when_nothing_runs(self, tmp_path):
+        first = touch(str(tmp_path / "a" / "rt"), "x")
+        os.chmod(first, 0o644)
+        facts = host_paths.path_facts("rt", search=[str(tmp_path / "a"), str(tmp_path / "b")])
+        assert facts["resolved"] == first
+        assert (facts["exists"], facts["is_file"], facts["executable"]) == (True, True, False)
+        second = touch(str(tmp_path / "b" / "rt"), "#!/bin/sh\n")
+        os.chmod(second, 0o755)
+        facts = host_paths.path_facts("rt", search=[str(tmp_path / "a"), str(tmp_path / "b")])
+        assert facts["resolved"] == second and facts["executable"] is True
+
+    def test_a_bare_name_is_never_looked_up_in_the_working_directory(self, tmp_path, monkeypatch):
+        touch(str(tmp_path / "here-only"), "x")
+        monkeypatch.chdir(tmp_path)
+        assert host_paths.path_facts("here-only", search=[str(tmp_path / "nowhere")])["exists"] is False
+
 
 YAML_SPEC = """\
 cdiVersion: 0.5.0

@@ -45,10 +45,91 @@ def test_runtime_path_facts_skip_runc_and_read_every_path_key(tmp_path, monkeypa
             "  ConfigPath = '/opt/kata/configuration.toml'\n"
             '[plugins."io.containerd.cri.v1.runtime".containerd.runtimes.runc]\n'
             '  runtime_type = "io.containerd.runc.v2"\n  runtime_path = "/opt/runc/shim"\n')
-    paths, shims = gather.runtime_path_facts([text, ""], str(tmp_path / "containerd"))
+    lookup = gather.RuntimeLookup(str(tmp_path / "node"), [], str(tmp_path / "containerd"))
+    paths, shims = gather.runtime_path_facts([text, ""], lookup)
     assert sorted(paths) == ["/etc/containerd/base.json", "/opt/kata/configuration.toml", "/opt/runc/shim"]
     assert sorted(shims) == ["io.containerd.kata.v2"]
     assert shims["io.containerd.kata.v2"]["searched"][-1] == str(tmp_path)
+
+
+# --- where a bare BinaryName is looked up: containerd's PATH, then gpurt_shim_dirs, under the node root --
+
+def put(path, text="", mode=0o644):
+    os.makedirs(os.path.dirname(str(path)), exist_ok=True)
+    with open(str(path), "w") as handle:
+        handle.write(text)
+    os.chmod(str(path), mode)
+    return str(path)
+
+
+def test_containerd_path_is_systemds_default_without_a_unit(tmp_path):
+    # merged /usr (no /bin directory of its own): systemd.exec(5)'s fixed PATH, without /sbin:/bin
+    assert gather.containerd_path(str(tmp_path)) == (
+        ["/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin"], "systemd's default PATH for services")
+    os.symlink("usr/bin", str(tmp_path / "bin"))
+    assert gather.containerd_path(str(tmp_path))[0][-1] == "/usr/bin"
+    os.unlink(str(tmp_path / "bin"))
+    os.makedirs(str(tmp_path / "bin"))  # an unmerged /usr: ":/sbin:/bin" appended
+    assert gather.containerd_path(str(tmp_path))[0][-2:] == ["/sbin", "/bin"]
+
+
+def test_containerd_path_from_the_unit_and_its_dropins(tmp_path):
+    put(tmp_path / "usr/lib/systemd/system/containerd.service",
+          "[Service]\nExecStart=/usr/bin/containerd\nEnvironment=PATH=/usr/bin:/usr/sbin\n")
+    assert gather.containerd_path(str(tmp_path)) == (
+        ["/usr/bin", "/usr/sbin"], "PATH from Environment= in /usr/lib/systemd/system/containerd.service")
+    # a drop-in's EnvironmentFile (read under the root) overrides Environment=, as systemd.exec(5) says
+    put(tmp_path / "etc/systemd/system/containerd.service.d/10-path.conf",
+          "[Service]\nEnvironmentFile=-/etc/default/containerd\n")
+    put(tmp_path / "etc/default/containerd", "# the node's PATH for containerd\nPATH='/opt/gpu/bin:/usr/bin'\n")
+    assert gather.containerd_path(str(tmp_path)) == (
+        ["/opt/gpu/bin", "/usr/bin"],
+        "PATH from EnvironmentFile=/etc/default/containerd in /etc/systemd/system/containerd.service.d/10-path.conf")
+
+
+def test_search_dirs_put_each_dir_under_the_root_once_and_skip_relative_entries(tmp_path):
+    root = str(tmp_path)
+    got = gather.search_dirs(root, ["/usr/bin", "", "bin", "/usr/bin", root + "/opt/x"], ["/opt/kata/bin", root + "/y"])
+    assert got == [root + "/usr/bin", root + "/opt/x", root + "/opt/kata/bin", root + "/y"]
+    assert gather.search_dirs("/", ["/usr/bin"], ["/opt/kata/bin"]) == ["/usr/bin", "/opt/kata/bin"]
+
+
+def test_a_bare_binary_name_resolves_in_containerds_path_under_the_root(tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path / "module-bin"))
+    root = tmp_path / "node"
+    oci = put(root / "usr/bin/nvidia-oci", "#!/bin/sh\n", 0o755)
+    put(tmp_path / "module-bin" / "only-here", "#!/bin/sh\n", 0o755)
+    lookup = gather.RuntimeLookup(str(root), None, str(tmp_path / "containerd"))
+    facts = lookup.binary("nvidia-oci")
+    assert (facts["resolved"], facts["executable"]) == (oci, True)
+    assert facts["path_from"] == "systemd's default PATH for services"
+    # a name in the module's PATH only is not in containerd's: missing, and the facts say where it was looked up
+    facts = lookup.binary("only-here")
+    assert (facts["exists"], facts["executable"]) == (False, False)
+    assert facts["searched"] == [str(root) + d for d in ("/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin")]
+    # an absolute BinaryName is checked as it is, not searched
+    assert "searched" not in lookup.binary(oci) and lookup.binary(oci)["executable"] is True
+
+
+def test_a_bare_binary_name_in_shim_dirs_or_a_units_path(tmp_path):
+    root = tmp_path / "node"
+    kata = put(root / "opt/kata/bin/kata-runtime", "#!/bin/sh\n", 0o755)
+    assert gather.RuntimeLookup(str(root), [], "/usr/bin/containerd").binary("kata-runtime")["exists"] is False
+    facts = gather.RuntimeLookup(str(root), ["/opt/kata/bin"], "/usr/bin/containerd").binary("kata-runtime")
+    assert facts["resolved"] == kata and facts["searched"][-1] == str(root / "opt/kata/bin")
+    put(root / "etc/systemd/system/containerd.service.d/path.conf", "[Service]\nEnvironment=PATH=/opt/kata/bin\n")
+    facts = gather.RuntimeLookup(str(root), [], "/usr/bin/containerd").binary("kata-runtime")
+    assert facts["resolved"] == kata and facts["searched"] == [str(root / "opt/kata/bin")]
+    # a BinaryName is not looked up next to containerd (the runc shim runs it from PATH); a shim is
+    put(tmp_path / "bin/containerd-shim-kata-v2", "#!/bin/sh\n", 0o755)
+    lookup = gather.RuntimeLookup(str(root), [], str(tmp_path / "bin/containerd"))
+    assert lookup.binary("containerd-shim-kata-v2")["exists"] is False
+    assert lookup.shim("containerd-shim-kata-v2")["resolved"] == str(tmp_path / "bin/containerd-shim-kata-v2")
+
+
+def test_a_bad_host_root_is_a_gather_error_not_a_traceback():
+    with pytest.raises(node_commands.GatherError, match="host_root must be an absolute path"):
+        gather.RuntimeLookup("relative/root", [], "/usr/bin/containerd")
 
 
 # --- gather() end to end, with small shell scripts standing in for containerd and crictl --------

@@ -51,11 +51,33 @@ class TestRuntimeBinary(object):
                 "shims": {"io.containerd.kata.v2": shim}}
 
     def test_kata_shim_missing(self):
-        shim = dict(facts("containerd-shim-kata-v2", False, False, False), searched=["/usr/bin", "/opt/containerd"])
+        shim = dict(facts("containerd-shim-kata-v2", False, False, False), searched=["/usr/bin", "/opt/containerd"],
+                    path_from="systemd's default PATH for services")
         out = run("runtime_binary", ctx_kata(self.kata(shim)))
         assert ids(out) == [("runtime_binary", "error", "kata")]
         assert "shim of runtime_type io.containerd.kata.v2 containerd-shim-kata-v2, which does not exist" in out[0]["message"]
-        assert "searched PATH, shim_dirs and the containerd binary's dir" in out[0]["message"]
+        assert ("(searched /usr/bin, /opt/containerd: containerd's PATH (systemd's default PATH for services), then "
+                "gpurt_shim_dirs, then the containerd binary's dir)") in out[0]["message"]
+
+    def test_a_bare_binary_name_found_nowhere_says_where_it_was_looked_up(self):
+        bare = dict(facts("nvidia-oci", False, False, False), searched=["/usr/local/sbin", "/usr/bin", "/opt/nv"],
+                    path_from="PATH from Environment= in /etc/systemd/system/containerd.service.d/path.conf")
+        runtimes = {"runc": runc_like("runc"), "nvidia": runc_like("nvidia", binary="nvidia-oci")}
+        out = run("runtime_binary", ctx({"loaded": loaded(runtimes=runtimes), "paths": {"nvidia-oci": bare}},
+                                        [rc("nvidia")]))
+        assert ids(out) == [("runtime_binary", "error", "nvidia")]
+        assert out[0]["message"] == (
+            "runtime 'nvidia' uses BinaryName nvidia-oci, which does not exist on the node (searched /usr/local/sbin, "
+            "/usr/bin, /opt/nv: containerd's PATH (PATH from Environment= in "
+            "/etc/systemd/system/containerd.service.d/path.conf), then gpurt_shim_dirs)")
+
+    def test_a_bare_name_found_only_as_a_plain_file_names_that_file(self):
+        plain = dict(facts("nvidia-oci", executable=False), resolved="/usr/bin/nvidia-oci", searched=["/usr/bin"],
+                     path_from="systemd's default PATH for services")
+        runtimes = {"runc": runc_like("runc"), "nvidia": runc_like("nvidia", binary="nvidia-oci")}
+        out = run("runtime_binary", ctx({"loaded": loaded(runtimes=runtimes), "paths": {"nvidia-oci": plain}},
+                                        [rc("nvidia")]))
+        assert "BinaryName nvidia-oci (found at /usr/bin/nvidia-oci), which is not executable" in out[0]["message"]
 
     def test_kata_shim_present(self):
         assert run("runtime_binary", ctx_kata(self.kata(facts("/usr/bin/containerd-shim-kata-v2")))) == []
