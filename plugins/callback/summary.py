@@ -38,6 +38,11 @@ from ansible.plugins.callback import CallbackBase
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils._checks.model import one_line
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils._collection import COLLECTION_ROOT
 
+try:  # ansible-core 2.19+: callbacks read task results through a copy made native in full on first read
+    from ansible.utils.vars import transform_to_native_types as _native
+except ImportError:  # before 2.19 a callback's result is a plain dict already
+    _native = None
+
 RESULT_KEY = "gpurt_summary_lines"
 # A playbook's set_fact of why it stopped before judging (plays/not_judged.yml): the task and its message, printed
 # here once; the task that then fails with a fixed message is not repeated.
@@ -46,6 +51,17 @@ _REAL_ROOT = os.path.realpath(COLLECTION_ROOT)
 # Failures shown when nothing was judged; the rest are counted.
 SHOWN_FAILURES = 5
 SHOWN_MESSAGE_LINES = 10
+
+
+def _items(result, *keys):
+    """The keys (those present) of a task's result, as a callback reads them. Only these are made native: the
+    whole result (result._result on ansible-core 2.19+) would be walked for each host's result, gather results
+    included, in the controller's one main process, to read a few small keys."""
+    raw = getattr(result, "_return_data", None)
+    if _native is None or not isinstance(raw, dict):
+        raw = result._result
+        return dict((key, raw[key]) for key in keys if key in raw)
+    return _native(dict((key, raw[key]) for key in keys if key in raw))
 
 
 def _ours(task):
@@ -71,14 +87,14 @@ class CallbackModule(CallbackBase):
         self._warnings = []
         self._stopped = False
 
-    def _collect(self, result):
+    def _collect(self, result, items):
         # a module's result, or a playbook's set_fact of it (prevent.yml)
-        lines = result._result.get(RESULT_KEY) or (result._result.get("ansible_facts") or {}).get(RESULT_KEY)
+        lines = items.get(RESULT_KEY) or (items.get("ansible_facts") or {}).get(RESULT_KEY)
         if isinstance(lines, list) and lines and lines not in self._blocks:
             self._blocks.append(lines)
 
-    def _not_judged(self, result):
-        said = (result._result.get("ansible_facts") or {}).get(NOT_JUDGED_KEY)
+    def _not_judged(self, result, items):
+        said = (items.get("ansible_facts") or {}).get(NOT_JUDGED_KEY)
         if isinstance(said, dict) and not self._stopped:
             self._failure(result, "failed", said.get("task"), said.get("msg"))
             self._stopped = True
@@ -87,7 +103,7 @@ class CallbackModule(CallbackBase):
         if not _ours(result._task) or self._stopped:
             return
         task = task or result._task.get_name()
-        msg = msg or result._result.get("msg") or what
+        msg = msg or _items(result, "msg").get("msg") or what
         msg = "\n".join(str(m) for m in msg) if isinstance(msg, list) else str(msg)
         key = (task, msg)
         hosts = [f for f in self._failures if f[0] == key]
@@ -96,24 +112,26 @@ class CallbackModule(CallbackBase):
         else:
             self._failures.append((key, [result._host.get_name()]))
 
-    def _warned(self, result):
+    def _warned(self, result, items):
         """The warnings of the collection's tasks (an unknown variable and the name it likely meant): a run
         that stops before judging repeats them last, where CI shows it."""
         if not _ours(result._task):
             return
-        for warning in result._result.get("warnings") or []:
+        for warning in items.get("warnings") or []:
             text = one_line(warning if isinstance(warning, str) else getattr(warning, "msg", warning))
             if text not in self._warnings:
                 self._warnings.append(text)
 
     def v2_runner_on_ok(self, result):
-        self._warned(result)
-        self._collect(result)
-        self._not_judged(result)
+        items = _items(result, "warnings", RESULT_KEY, "ansible_facts")
+        self._warned(result, items)
+        self._collect(result, items)
+        self._not_judged(result, items)
 
     def v2_runner_on_failed(self, result, ignore_errors=False):
-        self._warned(result)
-        self._collect(result)
+        items = _items(result, "warnings", RESULT_KEY, "ansible_facts")
+        self._warned(result, items)
+        self._collect(result, items)
         if not ignore_errors:
             self._failure(result, "failed")
 
