@@ -59,4 +59,3 @@ def load_one(binary, config_text, own_imports, content, params):
                 "warnings": [line.replace(work, "<scratch>") for line in commands.loader_lines(stderr)[:20]]}
     finally:
         shutil.rmtree(work, ignore_errors=True)
-

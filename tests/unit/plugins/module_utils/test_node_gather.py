@@ -75,12 +75,12 @@ def test_containerd_path_is_systemds_default_without_a_unit(tmp_path):
 
 def test_containerd_path_from_the_unit_and_its_dropins(tmp_path):
     put(tmp_path / "usr/lib/systemd/system/containerd.service",
-          "[Service]\nExecStart=/usr/bin/containerd\nEnvironment=PATH=/usr/bin:/usr/sbin\n")
+        "[Service]\nExecStart=/usr/bin/containerd\nEnvironment=PATH=/usr/bin:/usr/sbin\n")
     assert gather.containerd_path(str(tmp_path)) == (
         ["/usr/bin", "/usr/sbin"], "PATH from Environment= in /usr/lib/systemd/system/containerd.service")
     # a drop-in's EnvironmentFile (read under the root) overrides Environment=, as systemd.exec(5) says
     put(tmp_path / "etc/systemd/system/containerd.service.d/10-path.conf",
-          "[Service]\nEnvironmentFile=-/etc/default/containerd\n")
+        "[Service]\nEnvironmentFile=-/etc/default/containerd\n")
     put(tmp_path / "etc/default/containerd", "# the node's PATH for containerd\nPATH='/opt/gpu/bin:/usr/bin'\n")
     assert gather.containerd_path(str(tmp_path)) == (
         ["/opt/gpu/bin", "/usr/bin"],
