@@ -29,6 +29,17 @@ def place(tmp_path_factory):
     return base
 
 
+def _run(place, name, variables, callback, kubeconfig=True):
+    """NAME.yml on localhost with VARIABLES, the summary callback on or off (an ansible.cfg of nothing)."""
+    env = {"HOME": str(place / "home")}
+    if kubeconfig:
+        env["KUBECONFIG"] = ""
+    if not callback:
+        env["ANSIBLE_CONFIG"] = str(place / "empty.cfg")
+    return ansible_run.playbook(os.path.join(ansible_run.REPO, "playbooks", name + ".yml"), "localhost,", variables,
+                                extra_env=env)
+
+
 def _variables(name, case, place, containerd):
     """The run's variables, the task the NOT JUDGED line names, and the reason printed once."""
     if name == "validate_bootstrap":
@@ -74,11 +85,7 @@ def test_a_run_stopped_before_judging_says_why_once(place, containerd, name, cas
     """The reason once (on the callback's NOT JUDGED line, else a task's), the fixed message at most twice (ansible-core
     2.19 prints a failure twice), one fatal line, exit 2, localhost charged, the report left not judged."""
     variables, task, why = _variables(name, case, place, containerd)
-    env = {"HOME": str(place / "home"), "KUBECONFIG": ""}
-    if not callback:
-        env["ANSIBLE_CONFIG"] = str(place / "empty.cfg")
-    run = ansible_run.playbook(os.path.join(ansible_run.REPO, "playbooks", name + ".yml"), "localhost,", variables,
-                               extra_env=env)
+    run = _run(place, name, variables, callback)
     assert_not_judged_once(run, callback, task, why, "localhost", "localhost")
     if name in REPORTS:
         with open(os.path.join(variables["gpurt_report_dir"], REPORTS[name])) as handle:
@@ -108,11 +115,7 @@ def test_fleet_verdict_and_fence_stopped_before_judging_say_why_once(place, name
     variables, task, why = OTHERS[(name, case)]
     variables = dict((key, str(place / "refusing.kubeconfig") if value == "REFUSING" else value)
                      for key, value in variables.items())
-    env = {"HOME": str(place / "home"), "KUBECONFIG": ""}
-    if not callback:
-        env["ANSIBLE_CONFIG"] = str(place / "empty.cfg")
-    run = ansible_run.playbook(os.path.join(ansible_run.REPO, "playbooks", name + ".yml"), "localhost,", variables,
-                               extra_env=env)
+    run = _run(place, name, variables, callback)
     assert_not_judged_once(run, callback, task, why, "localhost", "localhost")
 
 
@@ -120,13 +123,9 @@ def test_fleet_verdict_and_fence_stopped_before_judging_say_why_once(place, name
 def test_a_refused_merge_says_why_once(place, callback):
     """Slices that cannot be merged: each reason once (the summary's FAILED line, else the Summary task's), the
     coverage unknown, the failed task's message fixed and short, exit 2."""
-    env = {"HOME": str(place / "home")}
-    if not callback:
-        env["ANSIBLE_CONFIG"] = str(place / "empty.cfg")
     reports = str(place / ("refused-merge-%s" % callback))
-    run = ansible_run.playbook(os.path.join(ansible_run.REPO, "playbooks", "fleet_verdict.yml"), "localhost,",
-                               {"gpurt_slices_expected": 2, "gpurt_slice_reports": [str(place / "dump.toml")],
-                                "gpurt_report_dir": reports}, extra_env=env)
+    run = _run(place, "fleet_verdict", {"gpurt_slices_expected": 2, "gpurt_slice_reports": [str(place / "dump.toml")],
+                                        "gpurt_report_dir": reports}, callback, kubeconfig=False)
     assert run.rc == 2 and "Traceback" not in run.text, run
     for why in ("expected 2 slice(s), got 0: 2 slice(s) missing", "dump.toml is not an audit report"):
         assert run.out.count(why) == 1, run
