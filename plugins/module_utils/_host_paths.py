@@ -200,10 +200,11 @@ def path_facts(path, extra_dirs=(), search=None):
         found = None
         for directory in searched:
             candidate = os.path.join(directory, path)
-            if os.path.isfile(candidate):
-                found = candidate if found is None or os.access(candidate, os.X_OK) else found
-                if os.access(candidate, os.X_OK):
-                    break
+            if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+                found = candidate
+                break
+            if found is None and os.path.isfile(candidate):
+                found = candidate  # not executable: kept unless an executable one comes later
         resolved = found or path
         exists = found is not None  # never the working directory's file of that name
     else:
