@@ -12,7 +12,13 @@ from ansible.errors import AnsibleActionFail, AnsibleError
 from ansible.module_utils.ansible_release import __version__ as ansible_version
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
+# Imported here, not in the methods: the strategy loads this plugin in ansible-playbook's own process, so the
+# task's worker (and the judge's, later) inherit these modules instead of each importing them again.
+from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _audit as audit
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _controller_requirements as controller_requirements
+from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _input_types as input_types
+from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _playbook_inputs as playbook_inputs
+from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _report as report
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils._controller_action import ControllerAction
 
 ARGUMENT_SPEC = dict(
@@ -31,9 +37,9 @@ def first_line(exc):
     return str(text).strip().splitlines()[0] if str(text).strip() else type(exc).__name__
 
 
-def _still_templates(hostvars, host, values):
-    """'name = value' of each variable whose value is its own template text after templating."""
-    raw = hostvars.raw_get(host) if host in hostvars else None
+def _still_templates(raw, values):
+    """'name = value' of each variable whose value is its own template text after templating (raw: the host's
+    untemplated variables)."""
     out = []
     for name, value in sorted(values.items()):
         written = raw.get(name) if isinstance(raw, Mapping) else None
@@ -59,7 +65,6 @@ class ActionModule(ControllerAction):
             result["ansible_facts"] = {"gpurt_%s_matched" % args["playbook"]: len(
                 (task_vars or {}).get("ansible_play_hosts_all") or [])}
         if args["playbook"]:
-            from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _playbook_inputs as playbook_inputs
             try:
                 warnings, errors, spec = playbook_inputs.check(args["playbook"], args["variables"])
             except playbook_inputs.SpecError as exc:
@@ -126,17 +131,16 @@ class ActionModule(ControllerAction):
     def _type_errors(spec, task_vars):
         """Every host's value of each variable the playbook's spec declares, strictly typed
         (_input_types): a variable set on one node only is checked too, not just the first host's."""
-        from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _audit as audit
-        from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _input_types as input_types
         hostvars = task_vars.get("hostvars", {})
         errors = []
         for host in task_vars.get("ansible_play_hosts_all") or []:
             try:
-                values = audit.host_vars(hostvars, host, sorted(spec))
+                raw = hostvars.raw_get(host) if host in hostvars else None
+                values = audit.host_vars(hostvars, host, sorted(spec), raw=raw)
             except Exception as exc:  # a variable that does not template: validate_argument_spec names it
                 errors.append("host %s: a gpurt_* variable cannot be resolved: %s" % (host, str(exc).splitlines()[0]))
                 continue
-            unresolved = _still_templates(hostvars, host, values)
+            unresolved = _still_templates(raw, values)
             if unresolved:
                 # ansible-core < 2.19 leaves a template with an undefined name as it was, without an error
                 errors.append("host %s: a gpurt_* variable cannot be resolved: %s" % (host, "; ".join(unresolved)))
@@ -152,7 +156,6 @@ class ActionModule(ControllerAction):
         paths = dict((kind, path) for kind, path in args["reports"].items() if path)
         if not paths:
             return []
-        from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _report as report
         unknown = sorted(set(paths) - set(report.RENDERERS))
         if unknown:
             raise AnsibleActionFail("reports takes %s, not %s" % (", ".join(sorted(report.RENDERERS)), ", ".join(unknown)))

@@ -85,8 +85,7 @@ class ActionModule(ControllerAction):
                       if h not in playing and h not in hosts and h not in state["failing"]]
         entries = {}
         for host in hosts:
-            hv = audit.host_vars(hostvars, host, (args["result_var"], args["failure_var"]) + _PER_HOST,
-                                 results=(args["result_var"], args["failure_var"]))
+            hv = audit.host_vars(hostvars, host, (args["result_var"], args["failure_var"]) + _PER_HOST)
             options = dict(args, kubelet_cgroup_driver=hv["gpurt_kubelet_cgroup_driver"] or args["kubelet_cgroup_driver"])
             entries[host] = rollout.host_entry(
                 host, hv[args["result_var"]], hv[args["failure_var"]], args["runtimeclasses"], options,

@@ -153,21 +153,22 @@ def plain_data(value):
     return True
 
 
-def host_vars(hostvars, host, names, results=()):
+def host_vars(hostvars, host, names, raw=None):
     """Several variables of one host (ansible's hostvars), None for one that is unset or null.
 
-    A variable is templated in the host's context, and only when the host sets it. Those named in
-    results hold task results and are taken as they are when they are plain_data(): templating would
-    return them unchanged, after walking all of them (on ansible-core 2.19, most of the judge's time at
-    N=200)."""
-    raw = hostvars.raw_get(host) if host in hostvars else None
+    A variable is taken as the host sets it when it is plain_data() (templating would return it unchanged,
+    after walking all of it: on ansible-core 2.19, most of the judge's time at N=200), else templated in the
+    host's context. The host's variables are computed again only when one needs templating. raw: the host's
+    untemplated variables when the caller has them already (hostvars.raw_get computes them all)."""
+    if raw is None:
+        raw = hostvars.raw_get(host) if host in hostvars else None
     if not isinstance(raw, Mapping):
         return dict((name, None) for name in names)
     out = {}
     templated = None
     for name in names:
         value = raw.get(name)
-        if value is not None and not (name in results and plain_data(value)):
+        if value is not None and not plain_data(value):
             if templated is None:
                 templated = hostvars[host]  # computes the host's variables again: only when needed
             value = templated.get(name)
