@@ -19,6 +19,7 @@ ARGUMENT_SPEC = dict(
     mode=dict(type="str", default="hosts", choices=["hosts", "cluster", "dump", "bootstrap", "merge"]),
     hosts=dict(type="list", elements="str"),
     gathered_var=dict(type="str", default="gpurt_loaded"),
+    listing_var=dict(type="str"),
     runtimeclasses=dict(type="list", elements="dict"),
     nodes=dict(type="list", elements="dict"),
     drift_groups=dict(type="list", elements="str"),
@@ -53,6 +54,8 @@ class ActionModule(ControllerAction):
         extra, notes = {}, []
         if args["mode"] == "merge":
             return self._merge(args, task_vars, result)
+        if args["listing_var"]:
+            self._take_listing(args, task_vars)
         if args["runtimeclasses"] is None:
             raise AnsibleActionFail("runtimeclasses is required (as gpurt.runtime_gate.runtimeclass_info returns them)")
         try:
@@ -107,6 +110,28 @@ class ActionModule(ControllerAction):
             result.update(failed=True, msg="; ".join(built["run_failures"]) + " (" + lines[-1] + ")")
         return result
 
+    def _take_listing(self, args, task_vars):
+        """runtimeclasses, nodes and runtimeclasses_none_reason not given, from the runtimeclass_info result that
+        listing_var names: as registered when it is plain data (templating a task argument walks all of it: with
+        thousands of Nodes, seconds), else templated."""
+        name = args["listing_var"]
+        if name not in task_vars:
+            raise AnsibleActionFail("listing_var: no variable %s is set (the register of gpurt.runtime_gate.runtimeclass_info)"
+                                    % name)
+        listing = task_vars[name]
+        if not audit.plain_data(listing):
+            listing = self._templar.template(listing)
+        if not isinstance(listing, dict):
+            raise AnsibleActionFail("listing_var: %s is not a gpurt.runtime_gate.runtimeclass_info result" % name)
+        for option, key, kind in (("runtimeclasses", "runtimeclasses", list), ("nodes", "nodes", list),
+                                  ("runtimeclasses_none_reason", "none_reason", str)):
+            value = listing.get(key)
+            if args[option] is not None or value is None:
+                continue
+            if not isinstance(value, kind) or (kind is list and not all(isinstance(item, dict) for item in value)):
+                raise AnsibleActionFail("listing_var: %s.%s is not a %s" % (name, key, "list of objects" if kind is list else "string"))
+            args[option] = value
+
     def _host_entries(self, args, task_vars):
         hostvars = task_vars.get("hostvars", {})
         hosts = args["hosts"] if args["hosts"] is not None else task_vars.get("ansible_play_hosts_all", [])
@@ -116,8 +141,7 @@ class ActionModule(ControllerAction):
         published = {}
         for host in hosts:
             hv = audit.host_vars(hostvars, host, (args["gathered_var"], "gpurt_node_labels", "gpurt_node_allocatable",
-                                                  "gpurt_node_name", "gpurt_kubelet_cgroup_driver"),
-                                 results=(args["gathered_var"],))
+                                                  "gpurt_node_name", "gpurt_kubelet_cgroup_driver"))
             node_name = hv["gpurt_node_name"] or host
             run_nodes[host] = node_name
             labels, allocatable = audit.node_facts(node_name, args["nodes"], hv["gpurt_node_labels"],

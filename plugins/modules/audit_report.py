@@ -63,10 +63,17 @@ options:
       - The name each host registered its M(gpurt.runtime_gate.containerd_config_info) result under.
     type: str
     default: gpurt_loaded
+  listing_var:
+    description:
+      - The name the M(gpurt.runtime_gate.runtimeclass_info) result was registered under. Its C(runtimeclasses),
+        C(nodes) and C(none_reason) are used where O(runtimeclasses), O(nodes) and O(runtimeclasses_none_reason)
+        are not given, taken as registered (a task argument is templated, which walks every listed object,
+        seconds with thousands of Nodes).
+    type: str
   runtimeclasses:
     description:
-      - RuntimeClasses as returned by M(gpurt.runtime_gate.runtimeclass_info). Required, except in
-        O(mode=merge), which takes those the slices listed.
+      - RuntimeClasses as returned by M(gpurt.runtime_gate.runtimeclass_info). Required (or O(listing_var)),
+        except in O(mode=merge), which takes those the slices listed.
     type: list
     elements: dict
   nodes:

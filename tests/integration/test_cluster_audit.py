@@ -171,3 +171,61 @@ def test_connection_variables_reach_every_cluster_module(real_cluster, auditors,
         assert result.rc == 2, result
         assert 'User "%s" cannot list resource "runtimeclasses"' % auditors in result.text, result
         assert "Traceback" not in result.text
+
+
+LISTING_JUDGE = """
+      gpurt.runtime_gate.audit_report:
+        mode: cluster
+        fail_run: false"""
+LISTING_PLAY = """
+- hosts: localhost
+  connection: local
+  gather_facts: false
+  vars:
+    ansible_python_interpreter: "{{ ansible_playbook_python }}"
+  tasks:
+    - gpurt.runtime_gate.runtimeclass_info:
+        kubeconfig: "{{ kubeconfig }}"
+        list_nodes: true
+      register: listing
+    - %(judge)s
+        listing_var: listing
+      register: by_name
+    - %(judge)s
+        runtimeclasses: "{{ listing.runtimeclasses }}"
+        nodes: "{{ listing.nodes }}"
+      register: by_value
+    - %(judge)s
+        listing_var: no_such_listing
+      register: unset
+      ignore_errors: true
+    - ansible.builtin.set_fact:
+        not_a_listing: {runtimeclasses: "caudit-nvidia"}
+    - %(judge)s
+        listing_var: not_a_listing
+      register: wrong
+      ignore_errors: true
+    - ansible.builtin.copy:
+        content: "{{ {'by_name': by_name, 'by_value': by_value, 'unset': unset.msg, 'wrong': wrong.msg} | to_json }}"
+        dest: "{{ out }}"
+"""
+
+
+def test_the_judge_takes_a_registered_listing_by_its_name(api, real_cluster, tmp_path):
+    """listing_var: the judge reads runtimeclass_info's result as registered (a task argument would be templated,
+    walking every Node) and judges exactly as with the same lists given as arguments; a name that is unset or
+    holds no listing is refused, naming it."""
+    play = tmp_path / "listing.yml"
+    play.write_text(LISTING_PLAY % {"judge": LISTING_JUDGE.strip()})
+    out = tmp_path / "out.json"
+    result = ansible_run.playbook(str(play), "localhost,", {"kubeconfig": real_cluster.kubeconfig, "out": str(out)})
+    assert result.rc == 0, result.text
+    got = json.loads(out.read_text())
+    assert got["by_name"]["readable_lines"] == got["by_value"]["readable_lines"]
+    assert got["by_name"]["report"]["nodes"] == got["by_value"]["report"]["nodes"]
+    assert sorted(n for n in got["by_name"]["report"]["nodes"] if n.startswith("caudit-")) == [
+        "caudit-conn-a", "caudit-cpu-a", "caudit-gpu-a", "caudit-gpu-b", "caudit-gpu-old", "caudit-legacy-a",
+        "caudit-small-a"]
+    assert got["unset"] == ("listing_var: no variable no_such_listing is set "
+                            "(the register of gpurt.runtime_gate.runtimeclass_info)")
+    assert got["wrong"] == "listing_var: not_a_listing.runtimeclasses is not a list of objects"
