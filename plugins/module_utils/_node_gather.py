@@ -19,7 +19,6 @@ from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _host_pa
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _node_config_text as node_config_text
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _node_fragment_scan as fragment_scan
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _restart_marker as restart_marker
-from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _systemd_units as units
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils._node_commands import (
     GatherError, cause_line, containerd_version, finish, find_binary, kill, loader_lines, memory_limit,
     parse_version, start, start_version)
@@ -170,6 +169,9 @@ def containerd_path(root):
     """([dirs], where they come from) of the PATH containerd runs with on the node under root: the PATH its
     systemd unit sets (Environment= or EnvironmentFile= in the unit and its drop-ins), else systemd's default
     PATH for services. The module itself may run with another one (a non-login SSH shell)."""
+    # imported here: only a node with a bare name to look up reads its units
+    from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _systemd_units as units
+
     def read(path):
         return host_paths.read_text(path, _MAX_UNIT_BYTES, timeout=5)
 
@@ -197,18 +199,29 @@ class RuntimeLookup(object):
 
     def __init__(self, root, shim_dirs, containerd_bin):
         try:
-            root = host_paths.host_root(root)
+            self.root = host_paths.host_root(root)
         except ValueError as exc:
             raise GatherError(str(exc))
-        path_dirs, self.path_from = containerd_path(root)
-        self.dirs = search_dirs(root, path_dirs, shim_dirs)
+        self.shim_dirs = shim_dirs
         self.containerd_dir = os.path.dirname(containerd_bin)
+        self._dirs = None
+        self.path_from = None
+
+    @property
+    def dirs(self):
+        """The search directories, from containerd's unit files when a bare name first needs them (a node
+        whose runtimes all name absolute paths reads no unit)."""
+        if self._dirs is None:
+            path_dirs, self.path_from = containerd_path(self.root)
+            self._dirs = search_dirs(self.root, path_dirs, self.shim_dirs)
+        return self._dirs
 
     def _facts(self, name, extra=()):
-        facts = host_paths.path_facts(name, extra, search=self.dirs)
-        if "searched" in facts:
+        if os.sep not in name:
+            facts = host_paths.path_facts(name, extra, search=self.dirs)
             facts["path_from"] = self.path_from
-        return facts
+            return facts
+        return host_paths.path_facts(name, extra)
 
     def binary(self, name):
         return self._facts(name)

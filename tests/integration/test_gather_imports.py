@@ -1,7 +1,8 @@
 """Issue 34: the gather's per-host cost on the node. An AnsiballZ module imports the collection's module_utils
 from a zip and zipimport keeps no bytecode: every source it imports is compiled again on every host (twice, measured on
 Python 3.8 to 3.13). So a gather imports only what its node needs: the fragment loader only on a node with a config
-fragment nothing imports, and the declared shape of a gathered (_gathered) never, it is for readers. Observed
+fragment nothing imports, the systemd unit reader only on a node with a bare binary name to look up in containerd's
+PATH, and the declared shape of a gathered (_gathered) never, it is for readers. Observed
 through the real module in ansible-playbook on real containerd nodes, by the node's own `python -X importtime`."""
 import json
 import os
@@ -16,7 +17,7 @@ from tests.lib import ansible_run
 pytestmark = pytest.mark.integration
 
 MODULE_UTILS = "ansible_collections.gpurt.runtime_gate.plugins.module_utils."
-RARE = (MODULE_UTILS + "_node_fragment_load", MODULE_UTILS + "_gathered")
+RARE = (MODULE_UTILS + "_node_fragment_load", MODULE_UTILS + "_gathered", MODULE_UTILS + "_systemd_units")
 
 PLAYBOOK = """\
 - hosts: all
@@ -71,3 +72,12 @@ def test_a_node_with_a_fragment_nothing_imports_loads_it(tmp_path, make_node):
     assert gathered["fragment_loads"] == {"loaded": 1, "cap": 8, "left_out": []}
     assert [os.path.basename(f["path"]) for f in gathered["files"] if f["role"] == "unreferenced"] == [
         os.path.basename(stray)]
+
+
+def test_a_node_with_a_bare_binary_name_reads_containerds_unit_for_its_path(tmp_path, make_node):
+    node = healthy(make_node("bare", "2.1"))
+    node.write("etc/containerd/conf.d/60-bare.toml", V3_DROPIN.replace('"{root}/usr/bin/nvidia-container-runtime"',
+                                                                     '"nvidia-container-runtime"') % ("bare", "bare"))
+    imported, gathered = gather_imports(tmp_path, node)
+    assert MODULE_UTILS + "_systemd_units" in imported
+    assert gathered["paths"]["nvidia-container-runtime"]["path_from"] == "systemd's default PATH for services"
