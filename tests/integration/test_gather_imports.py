@@ -76,8 +76,8 @@ def test_a_node_with_a_fragment_nothing_imports_loads_it(tmp_path, make_node):
 
 def test_a_node_with_a_bare_binary_name_reads_containerds_unit_for_its_path(tmp_path, make_node):
     node = healthy(make_node("bare", "2.1"))
-    node.write("etc/containerd/conf.d/60-bare.toml", V3_DROPIN.replace('"{root}/usr/bin/nvidia-container-runtime"',
-                                                                     '"nvidia-container-runtime"') % ("bare", "bare"))
+    bare = V3_DROPIN.replace('"{root}/usr/bin/nvidia-container-runtime"', '"nvidia-container-runtime"')
+    node.write("etc/containerd/conf.d/60-bare.toml", bare % ("bare", "bare"))
     imported, gathered = gather_imports(tmp_path, node)
     assert MODULE_UTILS + "_systemd_units" in imported
     assert gathered["paths"]["nvidia-container-runtime"]["path_from"] == "systemd's default PATH for services"
