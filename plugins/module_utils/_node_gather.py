@@ -22,7 +22,7 @@ from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _restart
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils._node_commands import (
     GatherError, cause_line, containerd_version, finish, find_binary, kill, loader_lines, memory_limit,
     parse_version, start, start_version)
-from ansible_collections.gpurt.runtime_gate.plugins.module_utils._node_running_view import running_view
+from ansible_collections.gpurt.runtime_gate.plugins.module_utils._node_running_view import find_daemon, running_view
 
 if TYPE_CHECKING:  # the declared shape, for readers and type checkers: the node never compiles it
     from ansible_collections.gpurt.runtime_gate.plugins.module_utils._gathered import Gathered
@@ -181,6 +181,30 @@ def containerd_path(root):
     return units.service_path(env, origins, units.unmerged_usr_under_root(root))
 
 
+def daemon_path(config_path):
+    """([dirs], where they come from) of the PATH in the environment of the one running containerd daemon whose
+    config is config_path (a wrapper such as k3s' or a unit's Environment= set it: what its shims really get), or
+    None when there is not exactly one such daemon or its environment cannot be read (another user's process,
+    without root)."""
+    try:
+        daemons = find_daemon(os.path.abspath(config_path))
+    except OSError:
+        return None
+    if len(daemons) != 1:
+        return None
+    pid = daemons[0][0]
+    try:
+        with open("/proc/%d/environ" % pid, "rb") as handle:
+            environ = handle.read()
+    except (IOError, OSError):
+        return None
+    for item in environ.split(b"\0"):
+        if item.startswith(b"PATH="):
+            value = item[len(b"PATH="):].decode("utf-8", "replace")
+            return value.split(os.pathsep), "PATH of the running containerd (pid %d)" % pid
+    return [], "the running containerd (pid %d), which has no PATH" % pid
+
+
 def search_dirs(root, path_dirs, shim_dirs=()):
     """The directories, on this machine, where a bare BinaryName is looked up: containerd's PATH (the runc
     shim inherits containerd's environment and runs BinaryName with Go's exec.LookPath, which skips a relative
@@ -195,24 +219,28 @@ def search_dirs(root, path_dirs, shim_dirs=()):
 
 class RuntimeLookup(object):
     """How the node finds a runtime's binaries: a bare BinaryName in containerd's PATH and the shim_dirs, a
-    non-runc runtime_type's shim there and next to the containerd binary; an absolute path as it is."""
+    non-runc runtime_type's shim there and next to the containerd binary; an absolute path as it is.
+    containerd's PATH: the running daemon's own (config_path names it; only on this machine's /), else the
+    one its unit sets."""
 
-    def __init__(self, root, shim_dirs, containerd_bin):
+    def __init__(self, root, shim_dirs, containerd_bin, config_path=None):
         try:
             self.root = host_paths.host_root(root)
         except ValueError as exc:
             raise GatherError(str(exc))
         self.shim_dirs = shim_dirs
         self.containerd_dir = os.path.dirname(containerd_bin)
+        self.config_path = config_path
         self._dirs = None
         self.path_from = None
 
     @property
     def dirs(self):
-        """The search directories, from containerd's unit files when a bare name first needs them (a node
-        whose runtimes all name absolute paths reads no unit)."""
+        """The search directories, found when a bare name first needs them (a node whose runtimes all name
+        absolute paths reads neither /proc nor a unit)."""
         if self._dirs is None:
-            path_dirs, self.path_from = containerd_path(self.root)
+            found = daemon_path(self.config_path) if self.config_path and self.root == "/" else None
+            path_dirs, self.path_from = found or containerd_path(self.root)
             self._dirs = search_dirs(self.root, path_dirs, self.shim_dirs)
         return self._dirs
 
@@ -332,7 +360,7 @@ def gather(params, ran=None) -> Gathered:
     names = set()
     for text in texts:
         names.update(node_config_text.binary_names(text))
-    lookup = RuntimeLookup(params.get("host_root"), params.get("shim_dirs"), binary)
+    lookup = RuntimeLookup(params.get("host_root"), params.get("shim_dirs"), binary, config_path)
     result["paths"] = dict((name, lookup.binary(name)) for name in sorted(names))
     runtime_paths, shims = runtime_path_facts(texts, lookup)
     for path, facts in runtime_paths.items():

@@ -126,7 +126,7 @@ def gather_for_plan(params) -> PlanGathered:
     result["file_states"] = dict((path, file_state(path)) for path in watched)
     result["dropin_dir_exists"] = os.path.isdir(params["dropin_dir"])
     if params.get("extra_paths"):
-        lookup = node_gather.RuntimeLookup(params.get("host_root"), params.get("shim_dirs"), binary)
+        lookup = node_gather.RuntimeLookup(params.get("host_root"), params.get("shim_dirs"), binary, result["config_path"])
         for name in params["extra_paths"]:
             result["paths"][name] = lookup.binary(name)
     config_text = result["files"][0]["content"]

@@ -441,8 +441,9 @@ paths:
       C(base_runtime_spec) named in the dump or the files, by path.
     - Each has C(path), C(resolved), C(exists), C(is_file) and C(executable).
     - A bare C(BinaryName) is looked up as the runc shim looks it up, in the E(PATH) containerd runs with,
-      the one its C(containerd.service) unit and drop-ins set (C(Environment=), C(EnvironmentFile=)), else
-      systemd's default PATH for services (C(/sbin) and C(/bin) too on an unmerged C(/usr)); then in
+      the running daemon's own (C(/proc/<pid>/environ) of the one daemon whose C(--config) is O(config_path),
+      without O(host_root)), else the one its C(containerd.service) unit and drop-ins set (C(Environment=),
+      C(EnvironmentFile=)), else systemd's default PATH for services (C(/sbin) and C(/bin) too on an unmerged C(/usr)); then in
       O(shim_dirs), all under O(host_root). Its facts add C(searched) (the directories searched, in order)
       and C(path_from) (where that PATH comes from); C(resolved) is where it was found.
   returned: success

@@ -143,3 +143,24 @@ def test_audit_reports_restart_pending(tmp_path, crictl, containerd):
     checks = sorted((f["check"], f["severity"], f["subject"]) for f in entry["findings"])
     assert checks == [("missing_handler", "error", "nvidia"), ("restart_pending", "warning", "nvidia")]
     assert "MISSING=nvidia" in run.out
+
+
+def test_a_bare_binary_name_is_looked_up_in_the_running_daemons_own_path(tmp_path):
+    """A daemon a wrapper starts (k3s, microk8s) runs with the wrapper's PATH, which no containerd.service says:
+    on this machine's / the gather reads the running daemon's environment (/proc/<pid>/environ) for the PATH
+    its runc shim looks a bare BinaryName up in, and names it; a node root (gpurt_host_root) keeps the unit's."""
+    wrapper_bin = tmp_path / "wrapper-bin"
+    wrapper_bin.mkdir()
+    name = "gpurt-wrapper-only-runtime"
+    (wrapper_bin / name).write_text("#!/bin/sh\nexit 0\n")
+    os.chmod(str(wrapper_bin / name), 0o755)
+    env = dict(os.environ, PATH="%s:/usr/bin:/bin" % wrapper_bin)
+    with Daemon(node_binary("2.1"), runtime("runc") + runtime("wrapped", name), env=env) as daemon:
+        no_crictl = str(tmp_path / "no-crictl")
+        facts = gather(daemon, "2.1", no_crictl)["paths"][name]
+        assert facts["exists"] and facts["executable"] and facts["resolved"] == str(wrapper_bin / name), facts
+        assert facts["searched"] == [str(wrapper_bin), "/usr/bin", "/bin"]
+        assert facts["path_from"] == "PATH of the running containerd (pid %d)" % daemon.proc.pid
+        # under a node root the running daemons of this machine are not the node's: the unit's PATH, or systemd's
+        rooted = gather(daemon, "2.1", no_crictl, host_root=str(tmp_path / "node-root"))["paths"][name]
+        assert not rooted["exists"] and rooted["path_from"] == "systemd's default PATH for services", rooted

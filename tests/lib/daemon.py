@@ -45,8 +45,9 @@ class DaemonError(Exception):
 
 
 class Daemon(object):
-    def __init__(self, binary, body, version_line="version = 2", config_path=None):
+    def __init__(self, binary, body, version_line="version = 2", config_path=None, env=None):
         self.binary = binary
+        self.env = env  # the daemon's environment (default: the test's)
         self.body = body
         self.version_line = version_line
         self.dir = tempfile.mkdtemp(prefix="gpurt-d-", dir="/tmp")
@@ -67,7 +68,7 @@ class Daemon(object):
         self.write_config()
         with open(self.log, "wb") as log:
             self.proc = subprocess.Popen([self.binary, "--config", self.config_path], stdout=log, stderr=log,
-                                         cwd="/", start_new_session=True)
+                                         cwd="/", start_new_session=True, env=self.env)
         deadline = time.time() + timeout
         while time.time() < deadline:
             if self.proc.poll() is not None:
