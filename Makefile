@@ -126,13 +126,8 @@ promtool:
 unit: setup
 	$(BIN)/pytest -q tests/unit
 
-# One pytest worker more than the cores: the integration tests wait on daemons, apiservers and event-gate
-# deadlines, and a third worker on 2 cores fills those waits (the whole suite: 912 s with 3 workers, 1029-1193 s
-# with 2 in the CI runs before it).
-TEST_WORKERS ?= $(shell echo $$(( $$(nproc 2>/dev/null || echo 1) + 1 )))
-
 integration: setup
-	$(BIN)/pytest -q -n $(TEST_WORKERS) --dist loadfile tests/integration
+	$(BIN)/pytest -q -n auto --dist loadfile tests/integration
 
 # ansible-test sanity, then ansible-lint
 sanity: setup
@@ -145,7 +140,7 @@ lint: setup
 # sanity and test-oldest side by side: each keeps about one core busy (ansible-test runs one test at a time;
 # test-oldest's workers mostly wait on ansible-playbook), and each one's output comes out whole when it ends.
 test: setup
-	$(BIN)/pytest -q -n $(TEST_WORKERS) --dist loadfile --durations=40 tests
+	$(BIN)/pytest -q -n auto --dist loadfile --durations=40 tests
 	$(MAKE) --no-print-directory -j2 --output-sync=target sanity test-oldest
 
 $(OLDEST_VENV)/.installed: requirements-oldest.txt
