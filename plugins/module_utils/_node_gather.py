@@ -185,7 +185,8 @@ def daemon_path(config_path):
     """([dirs], where they come from) of the PATH in the environment of the one running containerd daemon whose
     config is config_path (a wrapper such as k3s' or a unit's Environment= set it: what its shims really get), or
     None when there is not exactly one such daemon or its environment cannot be read (another user's process,
-    without root)."""
+    without root). Where they come from names no pid: the summary prints a finding once for all the nodes
+    that have it, and a pid would make each node's line its own."""
     try:
         daemons = find_daemon(os.path.abspath(config_path))
     except OSError:
@@ -201,8 +202,8 @@ def daemon_path(config_path):
     for item in environ.split(b"\0"):
         if item.startswith(b"PATH="):
             value = item[len(b"PATH="):].decode("utf-8", "replace")
-            return value.split(os.pathsep), "PATH of the running containerd (pid %d)" % pid
-    return [], "the running containerd (pid %d), which has no PATH" % pid
+            return value.split(os.pathsep), "PATH of the running containerd daemon"
+    return [], "the running containerd daemon, which has no PATH"
 
 
 def search_dirs(root, path_dirs, shim_dirs=()):
