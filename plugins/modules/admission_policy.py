@@ -18,10 +18,13 @@ description:
   - The three objects are the gate's alone. A field another manager changed is taken back (the applies are
     forced), and a ConfigMap key that O(params_data) does not hold (added by hand) is removed by a merge patch
     pinned to the resourceVersion it judged; RV(lines) names each, with the managers that had set it.
+  - The ConfigMap gets a C(revision) key, a digest of its other keys, which the policy's message quotes; a
+    C(revision) in O(params_data) is replaced.
   - After the writes it proves enforcement with a dry-run create of a RuntimeClass whose handler no Node loads
     (C(gpurt-enforcement-probe)); O(mode=deny) needs the policy to refuse it, O(mode=warn) to admit it with the
-    policy's warning, within O(enforcement_timeout). Otherwise the task fails naming the ValidatingAdmissionPolicy
-    admission plugin (the objects stay written). Check mode does not probe.
+    policy's warning, quoting the revision just written, within O(enforcement_timeout). Otherwise the task fails
+    naming the ValidatingAdmissionPolicy admission plugin, or the apiserver's stale copy of the parameters and
+    the restart that ends it (the objects stay written). Check mode does not probe.
   - O(mode=off) deletes the binding and the policy.
   - Used by the C(gpurt.runtime_gate.prevent) playbook, which derives O(params_data) from the Nodes' verified labels.
 version_added: 0.1.0
@@ -118,7 +121,7 @@ enforcement:
     - Whether the apiserver was seen enforcing the policy (C(proven ...)), or why it was not tried; null for O(mode=off).
   returned: always
   type: str
-  sample: "proven: a RuntimeClass with a handler no Node loads is refused"
+  sample: "proven: a RuntimeClass with a handler no Node loads is refused, judged with revision 5c1f0e2a9b7d3c44 of the parameters"
 api_requests:
   description: Requests sent to the apiserver.
   returned: always

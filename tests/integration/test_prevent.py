@@ -280,3 +280,39 @@ def test_no_node_would_match_is_refused_before_any_write(lab):
     assert "nothing was written" in result.flat and "nvidia-nowhere: no such RuntimeClass" in result.flat
     # nvidia is gated already, but its runtime is gone from every Node: all its pods would stay Pending
     assert "nvidia: no Node would match nodeSelector {%snvidia=true}" % PREFIX in result.flat
+
+
+def params_revision(lab):
+    return lab["api"].core.read_namespaced_config_map("runtime-gate-verified-handlers", "gpurt-runtime-gate").data["revision"]
+
+
+def test_a_stale_copy_of_the_parameters_in_the_apiserver_fails_the_run_until_it_restarts(lab):
+    """kube-apiserver stops its informer for a ConfigMap paramKind once no binding uses it, and judges a later
+    binding with its last copy of the ConfigMap (https://github.com/kubernetes/kubernetes/issues/130887).
+    Mode off removes the binding: a run that then writes other parameters must not call them enforced."""
+    audit(lab)  # the verified labels the parameters come from (rc 2: prev-gpu-2 lacks nvidia)
+    first = prevent(lab, gpurt_admission_mode="deny", gpurt_gate_runtimeclasses=[])
+    assert first.rc == 0, first
+    old = params_revision(lab)
+    assert "judged with revision %s of the parameters" % old in first.flat, first
+    off = prevent(lab, gpurt_admission_mode="off", gpurt_gate_runtimeclasses=[])
+    assert off.rc == 0, off
+    assert "with no binding, kube-apiserver may stop reading the parameter ConfigMap until it restarts" in off.flat, off
+    time.sleep(3)  # the apiserver looks at the bindings every second and stops the informer nobody uses
+    # a selector on a key no RuntimeClass used: the parameters hold one more key
+    lab["api"].runtimeclass("stale-params", "nvidia", selector={"gpurt-test/stale": "x"})
+    try:
+        stale = prevent(lab, gpurt_admission_mode="deny", gpurt_gate_runtimeclasses=[],
+                        gpurt_admission_enforcement_timeout=4)
+        new = params_revision(lab)
+        assert new != old
+        assert stale.rc == 2, stale
+        assert "is enforced with parameters this run did not write: for 4 s a dry-run create of a RuntimeClass with " \
+               "handler 'gpurt-enforcement-probe' was judged with revision %s of the parameters, and this run wrote " \
+               "revision %s to runtime-gate-verified-handlers" % (old, new) in stale.flat, stale
+        assert "restart kube-apiserver, then run prevent.yml again" in stale.flat, stale
+        lab["cluster"].restart_apiserver()
+        again = prevent(lab, gpurt_admission_mode="deny", gpurt_gate_runtimeclasses=[])
+        assert again.rc == 0 and "judged with revision %s of the parameters" % new in again.flat, again
+    finally:
+        lab["api"].node_k8s.delete_runtime_class("stale-params")

@@ -10,12 +10,15 @@ parameters that are not there yet.
 - The three objects are the gate's alone: a field another manager changed is taken back (forced apply),
   and a ConfigMap key the labels do not prove (added by hand) is removed; the result names both, and who
   had set them.
+- The ConfigMap carries a revision (a digest of its other keys) that the policy's message quotes.
 - After the writes, enforcement is proven: a dry-run create of a RuntimeClass whose handler no Node loads
-  must be refused (deny) or warned about (warn) by the policy; otherwise the run fails naming the
-  admission plugin that is off.
+  must be refused (deny) or warned about (warn) by the policy, quoting the revision just written; otherwise
+  the run fails naming the admission plugin that is off, or the apiserver's stale copy of the parameters.
 - Mode off removes the binding and the policy."""
 
 import copy
+import hashlib
+import json
 import os
 import time
 
@@ -34,6 +37,11 @@ _COMPARED = ("spec", "data")
 PROBE_HANDLER = "gpurt-enforcement-probe"
 PROBE_PREFIX = "gpurt-runtime-gate-probe-"
 PROBE_INTERVAL = 0.5
+# The ConfigMap key of the parameters' revision, which the policy's message quotes as "(parameters REVISION)".
+REVISION_KEY = "revision"
+# kube-apiserver's admission stops its informer for a built-in paramKind (ConfigMap) once no binding uses it, and
+# keeps judging with its last copy until it restarts: mode off (no binding) is enough to cause it.
+STALE_PARAMS_BUG = "https://github.com/kubernetes/kubernetes/issues/130887"
 
 
 def argument_spec():
@@ -125,10 +133,25 @@ def desired(params):
     spec["validationActions"] = VALIDATION_ACTIONS[params["mode"]]
     spec["paramRef"] = dict(spec.get("paramRef") or {}, name=PARAMS_CONFIGMAP, namespace=namespace,
                             parameterNotFoundAction="Allow")
+    data = dict((str(k), str(v)) for k, v in params["params_data"].items() if str(k) != REVISION_KEY)
+    data[REVISION_KEY] = revision(data)
     configmap = {"apiVersion": "v1", "kind": "ConfigMap",
-                 "metadata": {"name": PARAMS_CONFIGMAP, "namespace": namespace},
-                 "data": dict((str(k), str(v)) for k, v in params["params_data"].items())}
+                 "metadata": {"name": PARAMS_CONFIGMAP, "namespace": namespace}, "data": data}
     return configmap, policy, binding
+
+
+def revision(data):
+    """A digest of the parameters: the same data has the same revision, so an unchanged run writes nothing."""
+    return hashlib.sha256(json.dumps(data, sort_keys=True).encode("utf-8")).hexdigest()[:16]
+
+
+def quoted_revision(text):
+    """The revision the policy's message quotes in text ("(parameters REVISION)"), or None."""
+    start = text.rfind("(parameters ")
+    if start < 0:
+        return None
+    end = text.find(")", start)
+    return text[start + len("(parameters "):end] if end > 0 else None
 
 
 class _Writer(object):
@@ -239,40 +262,56 @@ def probe_handler(params_data):
     return handler
 
 
-def enforced(session, mode, handler, field_manager):
+def enforced(session, mode, handler, field_manager, written):
     """(True, what the apiserver said) when our policy refused (deny) or warned about (warn) a dry-run create of
-    a RuntimeClass with handler; (False, what it said) otherwise."""
+    a RuntimeClass with handler, quoting the parameters' revision written; else (False, what it said, the
+    revision it quoted when that was another one)."""
     name = PROBE_PREFIX + os.urandom(4).hex()
     body = {"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass", "metadata": {"name": name}, "handler": handler}
     try:
         session.create("runtimeclasses", body, field_manager, dry_run=True)
     except kube.KubeError as exc:
-        if exc.status in (400, 403, 422) and POLICY_NAME in str(exc):
-            return mode == "deny", "refused: %s" % exc
-        raise
-    ours = [w for w in session.last_warnings if POLICY_NAME in w]
-    if ours:
-        return mode == "warn", "admitted with the warning: %s" % ours[0]
-    return False, "admitted without a warning"
+        if not (exc.status in (400, 403, 422) and POLICY_NAME in str(exc)):
+            raise
+        ok, said, text = mode == "deny", "refused: %s" % exc, str(exc)
+    else:
+        ours = [w for w in session.last_warnings if POLICY_NAME in w]
+        if not ours:
+            return False, "admitted without a warning", None
+        ok, said, text = mode == "warn", "admitted with the warning: %s" % ours[0], ours[0]
+    seen = quoted_revision(text)
+    if seen != written:
+        return False, said, seen or "(none)"
+    return ok, said, None
 
 
 def prove_enforcement(session, mode, params_data, field_manager, timeout, sleep=time.sleep, clock=time.monotonic):
-    """None when the policy is enforced within timeout (it reaches admission through informers); else why not."""
+    """None when the policy is enforced with the parameters written (params_data) within timeout (both reach
+    admission through informers); else why not."""
     handler = probe_handler(params_data)
+    written = params_data.get(REVISION_KEY)
     started = clock()
     while True:
-        ok, said = enforced(session, mode, handler, field_manager)
+        ok, said, seen = enforced(session, mode, handler, field_manager, written)
         if ok:
             return None
         if clock() - started >= timeout:
             break
         sleep(PROBE_INTERVAL)
+    waited = ("%.1f" % timeout).rstrip("0").rstrip(".")
+    if seen is not None:
+        return ("the policy %s is enforced with parameters this run did not write: for %s s a dry-run create of a "
+                "RuntimeClass with handler '%s' was judged with revision %s of the parameters, and this run wrote "
+                "revision %s to %s. kube-apiserver keeps a stale copy of a ConfigMap parameter once its informer "
+                "stopped, which happens when no binding used it for a moment (gpurt_admission_mode=off, or the "
+                "binding deleted; %s): restart kube-apiserver, then run prevent.yml again"
+                % (POLICY_NAME, waited, handler, seen, written, PARAMS_CONFIGMAP, STALE_PARAMS_BUG))
     expected = "refused" if mode == "deny" else "admitted with a warning"
     return ("the policy %s is written but not enforced: a dry-run create of a RuntimeClass with handler '%s', which "
             "no Node loads, was %s for %s s, not %s. The apiserver's ValidatingAdmissionPolicy admission plugin is "
             "off: enable it (kube-apiserver --enable-admission-plugins=...,ValidatingAdmissionPolicy, and not in "
             "--disable-admission-plugins), or set gpurt_admission_mode=off"
-            % (POLICY_NAME, handler, said, ("%.1f" % timeout).rstrip("0").rstrip("."), expected))
+            % (POLICY_NAME, handler, said, waited, expected))
 
 
 def run(module):
@@ -295,6 +334,11 @@ def run(module):
                 for resource in ("validatingadmissionpolicybindings", "validatingadmissionpolicies"):
                     gone = session.delete(resource, POLICY_NAME, dry_run=check)
                     result["objects"].append(dict(kind=resource, name=POLICY_NAME, action="deleted" if gone else "none"))
+                if result["objects"][0]["action"] == "deleted":
+                    result["lines"].append(
+                        "with no binding, kube-apiserver may stop reading the parameter ConfigMap until it restarts "
+                        "(%s); the next warn or deny run proves whether admission judges with what it writes"
+                        % STALE_PARAMS_BUG)
         elif why is not None:
             module.fail_json(msg=why, **result)
         else:
@@ -308,8 +352,9 @@ def run(module):
                 if failed:
                     result["api_requests"] = session.api_requests
                     module.fail_json(msg=failed, **result)
-                result["enforcement"] = "proven: %s" % (
+                result["enforcement"] = "proven: %s, judged with revision %s of the parameters" % (
                     "a RuntimeClass with a handler no Node loads is refused" if params["mode"] == "deny"
-                    else "a RuntimeClass with a handler no Node loads is admitted with a warning")
+                    else "a RuntimeClass with a handler no Node loads is admitted with a warning",
+                    bodies[0]["data"][REVISION_KEY])
     result["changed"] = any(item["action"] != "none" for item in result["objects"])
     module.exit_json(**result)
