@@ -194,12 +194,28 @@ class Cluster(object):
     # -- processes -----------------------------------------------------------------------------
     def _start(self, name, argv):
         with open(os.path.join(self.logs, name + ".log"), "ab") as log:
+            offset = log.tell()  # where this process's lines begin in the log
             proc = subprocess.Popen(argv, stdout=log, stderr=log, stdin=subprocess.DEVNULL, cwd=self.dir,
                                     start_new_session=True)
-        self.state["processes"][name] = {"pid": proc.pid, "start_time": _start_time(proc.pid)}
+        self.state["processes"][name] = {"pid": proc.pid, "start_time": _start_time(proc.pid), "log_offset": offset}
         self.state.setdefault("argv", {})[name] = list(argv)
         self._save_state()
         return proc
+
+    def _process_log(self, name):
+        """What the running process NAME has logged so far (the log holds every earlier process's lines too)."""
+        try:
+            with open(os.path.join(self.logs, name + ".log"), "rb") as handle:
+                handle.seek(self.state["processes"][name].get("log_offset", 0))
+                return handle.read().decode("utf-8", "replace")
+        except (OSError, KeyError):
+            return ""
+
+    def admission_param_informer_started(self):
+        """True when this kube-apiserver process started an informer for a policy's paramKind. Once no
+        binding uses that paramKind it stops the informer for good, and a later policy binding judges with
+        its last copy of the parameters (https://github.com/kubernetes/kubernetes/issues/130887)."""
+        return "informer started for " in self._process_log("kube-apiserver")
 
     def _log_tail(self, name, lines=25):
         try:
@@ -353,11 +369,15 @@ class Cluster(object):
     def reset(self, baseline, timeout=60):
         """Delete every object that is not in BASELINE (objects() right after up()): what tests made,
         namespaces included (finalized here: no namespace controller runs). Objects of the baseline that
-        a test changed stay as they are. ClusterError when something is left after TIMEOUT seconds."""
+        a test changed stay as they are. ClusterError when something is left after TIMEOUT seconds.
+        kube-apiserver is restarted when it ever served a policy's parameters: its admission would judge
+        the next module's policies with the last module's parameters (admission_param_informer_started)."""
         deadline = time.time() + timeout
         while True:
             extra = sorted(path for path, uid in self.objects().items() if baseline.get(path) != uid)
             if not extra:
+                if self.admission_param_informer_started():
+                    self.restart_apiserver()
                 return
             if time.time() > deadline:
                 raise ClusterError("%s: could not delete %s" % (self.dir, ", ".join(extra)))
