@@ -91,7 +91,8 @@ def private_cluster(_private_control_plane):
     """A real control plane for one test module alone: for tests that judge every RuntimeClass and
     Node of the cluster, which the shared one (real_cluster) cannot promise. One per worker, emptied before
     each module: every object the module before made (Nodes, RuntimeClasses, namespaces, RBAC, policies...)
-    is deleted, so the module sees the cluster as it was new."""
+    is deleted, so the module sees the cluster as it was new (kube-apiserver restarted when it served a policy's
+    parameters: Cluster.reset)."""
     cluster, baseline = _private_control_plane
     cluster.reset(baseline)
     yield cluster
