@@ -127,8 +127,28 @@ def process_start_time(pid):
     return _boot_time() + int(fields[19]) / float(os.sysconf("SC_CLK_TCK"))
 
 
+def same_config(daemon_path, daemon_cwd, config_path):
+    """Whether a daemon's --config (relative to its working directory daemon_cwd, when relative) names the file
+    config_path: as written, or once symlinks are resolved (microk8s starts containerd with the snap revision's
+    directory, /var/snap/microk8s/<revision>/args/containerd.toml, which .../current/... links to)."""
+    if not os.path.isabs(daemon_path):
+        if daemon_cwd is None:
+            return False
+        daemon_path = os.path.join(daemon_cwd, daemon_path)
+    if os.path.normpath(daemon_path) == os.path.normpath(config_path):
+        return True
+    return os.path.realpath(daemon_path) == os.path.realpath(config_path)
+
+
+def _cwd(pid):
+    try:
+        return os.readlink("/proc/%s/cwd" % pid)
+    except (IOError, OSError):
+        return None
+
+
 def find_daemon(config_path):
-    """[(pid, argv)] of containerd daemons whose config is config_path."""
+    """[(pid, argv)] of containerd daemons whose config is the file config_path (same_config)."""
     found = []
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
@@ -139,7 +159,9 @@ def find_daemon(config_path):
         except (IOError, OSError):
             continue
         config = daemon_config(argv)
-        if config is not None and os.path.abspath(config) == config_path:
+        if config is None:
+            continue
+        if same_config(config, None if os.path.isabs(config) else _cwd(entry), config_path):
             found.append((int(entry), argv))
     return sorted(found)
 

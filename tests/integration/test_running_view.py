@@ -164,3 +164,29 @@ def test_a_bare_binary_name_is_looked_up_in_the_running_daemons_own_path(tmp_pat
         # under a node root the running daemons of this machine are not the node's: the unit's PATH, or systemd's
         rooted = gather(daemon, "2.1", no_crictl, host_root=str(tmp_path / "node-root"))["paths"][name]
         assert not rooted["exists"] and rooted["path_from"] == "systemd's default PATH for services", rooted
+
+
+def test_the_daemon_a_snap_starts_by_its_revision_path_is_the_node_config_s_daemon(tmp_path):
+    """microk8s starts containerd as `$SNAP/bin/containerd --config $SNAP_DATA/args/containerd.toml ...` with
+    SNAP_DATA=/var/snap/microk8s/<revision>, and the node's config is audited as
+    /var/snap/microk8s/current/args/containerd.toml, a link to that revision: the same file. The running daemon
+    is the node's: its start time is the running view's, and its PATH is where a bare BinaryName is looked up."""
+    revision = tmp_path / "var/snap/microk8s/5372/args"
+    revision.mkdir(parents=True)
+    os.symlink("5372", str(tmp_path / "var/snap/microk8s/current"))
+    audited = str(tmp_path / "var/snap/microk8s/current/args/containerd.toml")
+    snap_bin = tmp_path / "snap-bin"
+    snap_bin.mkdir()
+    name = "gpurt-snap-only-runtime"
+    (snap_bin / name).write_text("#!/bin/sh\nexit 0\n")
+    os.chmod(str(snap_bin / name), 0o755)
+    env = dict(os.environ, PATH="%s:/usr/bin:/bin" % snap_bin)
+    with Daemon(node_binary("2.1"), runtime("runc") + runtime("wrapped", name),
+                config_path=str(revision / "containerd.toml"), env=env) as daemon:
+        gathered = gather(daemon, "2.1", str(tmp_path / "no-crictl"), config_path=audited)
+        running = gathered["running"]
+        assert running["source"] == "process" and running["pid"] == daemon.proc.pid, running
+        assert running["daemon_started"] is not None, running
+        facts = gathered["paths"][name]
+        assert facts["exists"] and facts["resolved"] == str(snap_bin / name), facts
+        assert facts["path_from"] == "PATH of the running containerd daemon", facts

@@ -80,3 +80,23 @@ def test_running_view_without_crictl_or_daemon(tmp_path):
     assert view["error"] == "crictl not found (crictl_bin=%s); no running containerd daemon uses %s" % (
         tmp_path / "crictl", config)
     assert view["endpoint"] == "unix:///run/containerd/containerd.sock"
+
+
+def test_a_daemon_config_is_the_same_file_through_a_symlink_or_its_working_directory(tmp_path):
+    # microk8s: the daemon runs with the snap revision's directory, which .../current links to
+    revision = tmp_path / "var/snap/microk8s/5372/args"
+    revision.mkdir(parents=True)
+    (revision / "containerd.toml").write_text("version = 2\n")
+    os.symlink("5372", str(tmp_path / "var/snap/microk8s/current"))
+    audited = str(tmp_path / "var/snap/microk8s/current/args/containerd.toml")
+    assert running_view.same_config(str(revision / "containerd.toml"), None, audited)
+    assert running_view.same_config(str(tmp_path / "var/snap/microk8s/5372/args/../args/containerd.toml"), None, audited)
+    # a relative --config is the daemon's working directory's, not ours
+    assert running_view.same_config("args/containerd.toml", str(tmp_path / "var/snap/microk8s/5372"), audited)
+    assert not running_view.same_config("args/containerd.toml", None, audited)
+    assert not running_view.same_config("args/containerd.toml", str(tmp_path), audited)
+    # another file is another file, even with the same name
+    other = tmp_path / "etc/containerd"
+    other.mkdir(parents=True)
+    (other / "containerd.toml").write_text("version = 2\n")
+    assert not running_view.same_config(str(other / "containerd.toml"), None, audited)
