@@ -145,16 +145,21 @@ def test_audit_reports_restart_pending(tmp_path, crictl, containerd):
     assert "MISSING=nvidia" in run.out
 
 
+def wrapper_path(tmp_path, directory, name):
+    """(directory, name, environment): an executable NAME in a directory only the environment's PATH holds, as a
+    wrapper that starts containerd gives it."""
+    bin_dir = tmp_path / directory
+    bin_dir.mkdir()
+    (bin_dir / name).write_text("#!/bin/sh\nexit 0\n")
+    os.chmod(str(bin_dir / name), 0o755)
+    return bin_dir, name, dict(os.environ, PATH="%s:/usr/bin:/bin" % bin_dir)
+
+
 def test_a_bare_binary_name_is_looked_up_in_the_running_daemons_own_path(tmp_path):
     """A daemon a wrapper starts (k3s, microk8s) runs with the wrapper's PATH, which no containerd.service says:
     on this machine's / the gather reads the running daemon's environment (/proc/<pid>/environ) for the PATH
     its runc shim looks a bare BinaryName up in, and names it; a node root (gpurt_host_root) keeps the unit's."""
-    wrapper_bin = tmp_path / "wrapper-bin"
-    wrapper_bin.mkdir()
-    name = "gpurt-wrapper-only-runtime"
-    (wrapper_bin / name).write_text("#!/bin/sh\nexit 0\n")
-    os.chmod(str(wrapper_bin / name), 0o755)
-    env = dict(os.environ, PATH="%s:/usr/bin:/bin" % wrapper_bin)
+    wrapper_bin, name, env = wrapper_path(tmp_path, "wrapper-bin", "gpurt-wrapper-only-runtime")
     with Daemon(node_binary("2.1"), runtime("runc") + runtime("wrapped", name), env=env) as daemon:
         no_crictl = str(tmp_path / "no-crictl")
         facts = gather(daemon, "2.1", no_crictl)["paths"][name]
@@ -175,12 +180,7 @@ def test_the_daemon_a_snap_starts_by_its_revision_path_is_the_node_config_s_daem
     revision.mkdir(parents=True)
     os.symlink("5372", str(tmp_path / "var/snap/microk8s/current"))
     audited = str(tmp_path / "var/snap/microk8s/current/args/containerd.toml")
-    snap_bin = tmp_path / "snap-bin"
-    snap_bin.mkdir()
-    name = "gpurt-snap-only-runtime"
-    (snap_bin / name).write_text("#!/bin/sh\nexit 0\n")
-    os.chmod(str(snap_bin / name), 0o755)
-    env = dict(os.environ, PATH="%s:/usr/bin:/bin" % snap_bin)
+    snap_bin, name, env = wrapper_path(tmp_path, "snap-bin", "gpurt-snap-only-runtime")
     with Daemon(node_binary("2.1"), runtime("runc") + runtime("wrapped", name),
                 config_path=str(revision / "containerd.toml"), env=env) as daemon:
         gathered = gather(daemon, "2.1", str(tmp_path / "no-crictl"), config_path=audited)
