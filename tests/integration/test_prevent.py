@@ -289,7 +289,9 @@ def params_revision(lab):
 def test_a_stale_copy_of_the_parameters_in_the_apiserver_fails_the_run_until_it_restarts(lab):
     """kube-apiserver stops its informer for a ConfigMap paramKind once no binding uses it, and judges a later
     binding with its last copy of the ConfigMap (https://github.com/kubernetes/kubernetes/issues/130887).
-    Mode off removes the binding: a run that then writes other parameters must not call them enforced."""
+    Mode off removes the binding: a run that then writes other parameters must not call them enforced.
+    Measured on kube-apiserver 1.37.2 (tools/kube-build); a release with the fix would make the stale run pass,
+    and this test would then say so by failing at its rc."""
     audit(lab)  # the verified labels the parameters come from (rc 2: prev-gpu-2 lacks nvidia)
     first = prevent(lab, gpurt_admission_mode="deny", gpurt_gate_runtimeclasses=[])
     assert first.rc == 0, first
