@@ -36,6 +36,15 @@ def test_endpoint_of():
     (["containerd", "--version"], "/etc/containerd/config.toml"),
     (["containerd-shim-runc-v2", "-namespace", "k8s.io"], None),
     ([], None),
+    # how real wrappers start it: k3s and rke2 (pkg/agent/containerd), k0s (docs/runtime.md), microk8s (args/containerd)
+    (["containerd", "-c", "/var/lib/rancher/k3s/agent/etc/containerd/config.toml", "-a",
+      "/run/k3s/containerd/containerd.sock", "--state", "/run/k3s/containerd", "--root",
+      "/var/lib/rancher/k3s/agent/containerd", "-l", "debug"], "/var/lib/rancher/k3s/agent/etc/containerd/config.toml"),
+    (["/var/lib/k0s/bin/containerd", "--root=/var/lib/k0s/containerd", "--state=/run/k0s/containerd",
+      "--address=/run/k0s/containerd.sock", "--config=/etc/k0s/containerd.toml"], "/etc/k0s/containerd.toml"),
+    (["/snap/microk8s/5372/bin/containerd", "--config", "/var/snap/microk8s/5372/args/containerd.toml", "--root",
+      "/var/snap/microk8s/common/var/lib/containerd", "--state", "/var/snap/microk8s/common/run/containerd",
+      "--address", "/var/snap/microk8s/common/run/containerd.sock"], "/var/snap/microk8s/5372/args/containerd.toml"),
 ])
 def test_daemon_config(argv, config):
     assert running_view.daemon_config(argv) == config
