@@ -72,7 +72,7 @@ def test_the_k8s_action_group_is_what_the_modules_document(docs):
                         if "gpurt.runtime_gate.k8s" in ((doc["doc"].get("attributes") or {}).get("action_group") or {})
                         .get("membership", []))
     assert sorted(group) == documented == ["admission_policy", "node_fence", "node_info", "node_labels",
-                                           "runtimeclass", "runtimeclass_info"]
+                                           "runtimeclass", "runtimeclass_admission_info", "runtimeclass_info"]
 
 
 def test_host_vars_map_documented_options_to_audit_variables_of_their_type(docs):

@@ -64,16 +64,18 @@ def test_bindings_point_at_the_service_accounts():
 def prevent_rules(kind):
     roles = [o for o in objects("runtime-gate-prevent.yaml") if o["kind"] == kind]
     assert len(roles) == 1
-    return dict(((tuple(r["apiGroups"]), tuple(r["resources"]), tuple(r.get("resourceNames") or ())),
-                 sorted(r["verbs"])) for r in roles[0]["rules"])
+    return dict(((tuple(r.get("apiGroups") or ()), tuple(r.get("resources") or r["nonResourceURLs"]),
+                  tuple(r.get("resourceNames") or ())), sorted(r["verbs"])) for r in roles[0]["rules"])
 
 
 def test_prevent_role_writes_only_the_gates_objects():
-    """prevent.yml's identity: its reads, the selector patch, the dry-run probe's create, and only the admission
-    objects named runtime-gate.gpurt.io and the parameter ConfigMap in gpurt-runtime-gate."""
+    """prevent.yml's identity: its reads, the selector patch, the dry-run probes' create, kube-apiserver's metrics
+    (the selectors' enforcement), and only the admission objects named runtime-gate.gpurt.io and the parameter
+    ConfigMap in gpurt-runtime-gate."""
     assert prevent_rules("ClusterRole") == {
         (("node.k8s.io",), ("runtimeclasses",), ()): ["create", "get", "list", "patch"],
         (("",), ("nodes",), ()): ["list"],
+        ((), ("/metrics",), ()): ["get"],
         (("",), ("configmaps",), ()): ["get"],  # the apiserver's condition for creating the policy
         (("admissionregistration.k8s.io",), ("validatingadmissionpolicies", "validatingadmissionpolicybindings"),
          ("runtime-gate.gpurt.io",)): ["create", "delete", "get", "patch"],
@@ -99,7 +101,7 @@ def test_a_403_names_the_file_that_grants_the_verb():
     def granted(name, resource, verb):
         for role in (o for o in objects(name) if o["kind"] in ("ClusterRole", "Role")):
             for rule in role["rules"]:
-                if resource in rule["resources"] and verb in rule["verbs"]:
+                if resource in (rule.get("resources") or rule.get("nonResourceURLs")) and verb in rule["verbs"]:
                     return True
         return False
 
@@ -107,7 +109,7 @@ def test_a_403_names_the_file_that_grants_the_verb():
             ("validatingadmissionpolicies", "get"), ("validatingadmissionpolicies", "patch"),
             ("validatingadmissionpolicies", "create"), ("validatingadmissionpolicies", "delete"),
             ("validatingadmissionpolicybindings", "patch"), ("validatingadmissionpolicybindings", "delete"),
-            ("runtimeclasses", "patch"), ("runtimeclasses", "create"), ("nodes", "patch")]
+            ("runtimeclasses", "patch"), ("runtimeclasses", "create"), ("nodes", "patch"), ("metrics", "get")]
     for resource, verb in uses:
         if verb in resources.READ_VERBS:
             hint = resources.READ_HINTS.get(resource, resources.RBAC_HINT[True])
@@ -115,5 +117,6 @@ def test_a_403_names_the_file_that_grants_the_verb():
             hint = resources.WRITE_HINTS.get(resource, resources.RBAC_HINT[False])
         files = [w for w in hint.replace("(", " ").split() if w.startswith("rbac/")]
         assert files, (resource, verb, hint)
-        assert all(granted(f[len("rbac/"):], resource, verb) for f in files), (resource, verb, hint)
+        granted_as = resources.RESOURCES[resource][0] if resource == "metrics" else resource
+        assert all(granted(f[len("rbac/"):], granted_as, verb) for f in files), (resource, verb, hint)
         assert verb in hint, (resource, verb, hint)

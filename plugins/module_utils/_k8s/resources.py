@@ -22,6 +22,8 @@ RESOURCES = {
         "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings",
         "validatingadmissionpolicybindings.admissionregistration.k8s.io",
         " (admissionregistration.k8s.io/v1 policies are GA in 1.30)"),
+    # not a resource: kube-apiserver's own metrics (the admission plugins it ran)
+    "metrics": ("/metrics", "the non-resource URL /metrics", ""),
 }
 READ_VERBS = ("get", "list")
 RBAC_HINT = {
@@ -36,6 +38,7 @@ READ_HINTS = {
     "configmaps": _PREVENT + "get on the parameter ConfigMap runtime-gate-verified-handlers in gpurt-runtime-gate",
     "validatingadmissionpolicies": _PREVENT + "get, patch and delete on the policy runtime-gate.gpurt.io",
     "validatingadmissionpolicybindings": _PREVENT + "get, patch and delete on the binding runtime-gate.gpurt.io",
+    "metrics": _PREVENT + "get on the non-resource URL /metrics (the admission plugins kube-apiserver runs)",
 }
 WRITE_HINTS = {
     "nodes": "rbac/runtime-gate-labeler.yaml grants get, list and patch on nodes (the verified handler labels)",

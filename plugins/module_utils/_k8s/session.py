@@ -224,12 +224,13 @@ class KubeSession(ResourceOperations):
         return box["answer"]
 
     def request(self, method, path, doing, verb, resource, query=None, body=None, content_type=None,
-                accept=(), name=None):
+                accept=(), name=None, raw=False):
         """(status, decoded JSON object, attempts) of a request that succeeded (2xx) or was
         answered with a status in accept; KubeError for anything else.
 
         doing: what the message says was being done ("listing nodes"); verb: the RBAC verb;
-        resource: a key of RESOURCES; name: the object a 404 may be about.
+        resource: a key of RESOURCES; name: the object a 404 may be about; raw: the body's bytes, not
+        decoded (an answer that is not JSON, such as /metrics).
         """
         url = self.server + path
         if query:
@@ -281,7 +282,7 @@ class KubeSession(ResourceOperations):
             else:
                 self.last_warnings = _warnings(headers)
                 if 200 <= status < 300 or status in accept:
-                    return status, self._decode(data, doing, resource), attempt
+                    return status, data if raw else self._decode(data, doing, resource), attempt
                 if status not in RETRIED_STATUSES and status < 500:
                     raise self._status_error(status, data, doing, verb, resource, name, attempt)
                 reason = self._status_text(status, data)
