@@ -79,10 +79,12 @@ def prevent_plan(runtimeclasses, nodes, names=None, mode="warn", max_age="24h"):
         raise AnsibleFilterError("prevent_plan: %s" % exc)
 
 
-def prevent_summary(plan, admission=None, check_mode=False):
-    """The RUNTIME GATE lines of a prevent.yml run from its plan and its admission_policy result."""
+def prevent_summary(plan, admission=None, check_mode=False, selectors=None, selector_mode="prove"):
+    """The RUNTIME GATE lines of a prevent.yml run from its plan, its admission_policy result and its
+    runtimeclass_admission_info result."""
     try:
-        return _prevent.summary_lines(plan["gate"], plan["stale_nodes"], plan["mode"], admission, check_mode)
+        return _prevent.summary_lines(plan["gate"], plan["stale_nodes"], plan["mode"], admission, check_mode,
+                                      selectors, selector_mode)
     except (KeyError, TypeError) as exc:
         raise AnsibleFilterError("prevent_summary: not a prevent_plan result: %s" % exc)
 

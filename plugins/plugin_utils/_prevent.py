@@ -254,14 +254,21 @@ _DECISION_WORDS = {"write": ("gated", "would gate"), "unchanged": ("unchanged", 
                    "skipped": ("unchanged", "unchanged"), "refused": ("refused", "would refuse")}
 
 
-def summary_lines(gate, stale, mode, admission=None, check_mode=False):
+def summary_lines(gate, stale, mode, admission=None, check_mode=False, selectors=None, selector_mode="prove"):
     """The RUNTIME GATE block of a prevent.yml run: one line per RuntimeClass (gated, unchanged or refused, and
-    why; in check mode what it would do), the admission policy's state (admission: the admission_policy result,
-    None when not reached), the stale Nodes (proof's list) a line per reason, by count and a few names."""
+    why; in check mode what it would do), whether the selectors are enforced (selectors: the
+    runtimeclass_admission_info result; selector_mode: gpurt_selector_enforcement), the admission policy's state
+    (admission: the admission_policy result, None when not reached), the stale Nodes (proof's list) a line per
+    reason, by count and a few names."""
     lines = ["%s RuntimeClass %s" % (_DECISION_WORDS.get(g["decision"], (g["decision"],) * 2)[bool(check_mode)],
                                      g["message"]) for g in gate or []]
     if not gate:
         lines.append("no RuntimeClass in the cluster; nothing to gate")
+    if any(g["decision"] in ("write", "unchanged") for g in gate or []):
+        if selector_mode == "assume":
+            lines.append("RuntimeClass selectors: enforcement assumed, not proven (gpurt_selector_enforcement=assume)")
+        elif (selectors or {}).get("proof"):
+            lines.append("RuntimeClass selectors: enforcement " + selectors["proof"])
     if admission is None:
         lines.append("admission policy (gpurt_admission_mode=%s): not reached" % mode)
     else:

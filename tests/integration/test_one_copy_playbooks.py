@@ -362,7 +362,8 @@ def test_prevent_refusing_when_its_deadline_passed_says_why_once(tmp_path, callb
 @pytest.mark.parametrize("callback", [True, False])
 def test_prevent_whose_write_fails_after_its_dry_run_says_why_once(tmp_path, callback):
     """Stand-in apiserver (tests/lib/fake_apiserver.py): a real one cannot be made to accept the dry run and fail the
-    real apply. gpurt_admission_mode=off needs no admission API; the apply answers 500 until the module gives up."""
+    real apply. gpurt_admission_mode=off needs no admission API, and gpurt_selector_enforcement=assume no admission
+    metrics (the stand-in has no admission); the apply answers 500 until the module gives up."""
     from tests.lib.fake_apiserver import FakeApiServer, write_kubeconfig as fake_kubeconfig
     now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     node = {"metadata": {"name": "gpu-a", "labels": {"runtime-gate.gpurt.io/nvidia": "true"},
@@ -374,7 +375,8 @@ def test_prevent_whose_write_fails_after_its_dry_run_says_why_once(tmp_path, cal
         fake.script("runtimeclasses", [200] * 4 + [500] * 10)
         kubeconfig = fake_kubeconfig(str(tmp_path / "kubeconfig"), fake.url, token="t0ken")
         run = ansible_run.playbook(os.path.join(PLAYBOOKS, "prevent.yml"), "localhost,",
-                                   {"gpurt_kubeconfig": kubeconfig, "gpurt_admission_mode": "off"},
+                                   {"gpurt_kubeconfig": kubeconfig, "gpurt_admission_mode": "off",
+                                    "gpurt_selector_enforcement": "assume"},
                                    extra_env=None if callback else without_callback(tmp_path))
         applies = [r for r in fake.requests if r["method"] == "PATCH" and "dryRun" not in r["query"]]
     assert applies, fake.requests

@@ -236,6 +236,9 @@ def test_prevent_runs_as_its_identity_and_may_do_nothing_more(lab):
     assert result.rc == 0, result
     assert "403" not in result.text and token not in result.text
     assert "proven: a RuntimeClass with a handler no Node loads is refused" in result.flat, result
+    # its get on /metrics: the selectors' enforcement proven from the admission metrics
+    assert "RuntimeClass selectors: enforcement proven: kube-apiserver at %s: its admission metrics show the " \
+           "RuntimeClass plugin handling CREATE" % cluster.server in result.flat, result
     assert api.node_k8s.read_runtime_class("nvidia").scheduling.node_selector == {PREFIX + "nvidia": "true"}
     assert params(lab)["loaded"] == "nvidia, runc"
     again = prevent(lab, gpurt_kubeconfig=kubeconfig, gpurt_admission_mode="deny", gpurt_gate_runtimeclasses=GATED)
@@ -309,13 +312,16 @@ def test_every_run_ends_with_its_runtime_gate_block(lab):
         gate = run.gate_lines()
         assert gate[0] == "%s RuntimeClass late: nodeSelector {%srunc=true}; 2 Node(s) match: h-gpu-1, h-gpu-2" % (
             verb, PREFIX), gate
-        assert gate[1].startswith("admission policy (gpurt_admission_mode=warn): "), gate
+        # check mode proves it too: its one create is a dry run either way
+        assert gate[1] == ("RuntimeClass selectors: enforcement proven: kube-apiserver at %s: its admission metrics "
+                           "show the RuntimeClass plugin handling CREATE" % lab["cluster"].server), gate
+        assert gate[2].startswith("admission policy (gpurt_admission_mode=warn): "), gate
         assert gate[-1].startswith(stale) and gate[-1].count("h-old-1") == 1, gate
         assert all(run.out.count(line) == 1 for line in gate), run
         assert "Say what the gate decided" not in run.out, run
-    assert "enforcement not proven in check mode" in checked.gate_lines()[1], checked
+    assert "enforcement not proven in check mode" in checked.gate_lines()[2], checked
     assert "enforcement proven: a RuntimeClass with a handler no Node loads is admitted with a warning" \
-        in done.gate_lines()[1], done
+        in done.gate_lines()[2], done
     assert again.rc == 0 and again.changed() == 0 and "RUNTIME GATE" not in again.out, again
     assert again.out.count("unchanged RuntimeClass late: already gated on %srunc; 2 Node(s) match: h-gpu-1, h-gpu-2"
                            % PREFIX) == 1, again

@@ -229,6 +229,20 @@ def test_summary_lines_say_each_class_the_admission_state_and_the_stale_nodes_on
     assert _prevent.summary_lines([], [], "warn")[0] == "no RuntimeClass in the cluster; nothing to gate"
 
 
+def test_the_selectors_enforcement_is_said_when_a_class_is_gated():
+    gated = _prevent.gate([rc("nvidia", "nvidia"), rc("kata", "kata")], NODES, now=NOW)
+    proof = {"enforced": True, "proof": "proven: kube-apiserver at https://a: its admission metrics show it"}
+    lines = _prevent.summary_lines(gated, [], "warn", None, False, proof)
+    assert lines[2] == "RuntimeClass selectors: enforcement proven: kube-apiserver at https://a: its admission " \
+                       "metrics show it", lines
+    assumed = _prevent.summary_lines(gated, [], "warn", None, False, {"skipped": True}, "assume")
+    assert assumed[2] == "RuntimeClass selectors: enforcement assumed, not proven (gpurt_selector_enforcement=assume)"
+    # nothing gated (kata's handler is verified nowhere): no selector to enforce, no line
+    none_gated = _prevent.gate([rc("kata", "kata")], NODES, now=NOW)
+    assert not [line for line in _prevent.summary_lines(none_gated, [], "warn", None, False, {"skipped": True})
+                if "selectors" in line]
+
+
 def test_stale_nodes_are_a_line_per_reason_at_any_fleet_size():
     """Issue 35: 3,000 stale Nodes are two lines (one per reason), each with its count, the handlers their labels
     name, the ages or the annotation values, and up to 5 names; every Node's own line stays in stale_lines."""
