@@ -331,10 +331,12 @@ def run(module):
         manager, check = params["field_manager"], module.check_mode
         if params["mode"] == "off":
             if why is None:
+                deleted = {}
                 for resource in ("validatingadmissionpolicybindings", "validatingadmissionpolicies"):
-                    gone = session.delete(resource, POLICY_NAME, dry_run=check)
-                    result["objects"].append(dict(kind=resource, name=POLICY_NAME, action="deleted" if gone else "none"))
-                if result["objects"][0]["action"] == "deleted":
+                    deleted[resource] = session.delete(resource, POLICY_NAME, dry_run=check)
+                    result["objects"].append(dict(kind=resource, name=POLICY_NAME,
+                                                  action="deleted" if deleted[resource] else "none"))
+                if deleted["validatingadmissionpolicybindings"]:
                     result["lines"].append(
                         "with no binding, kube-apiserver may stop reading the parameter ConfigMap until it restarts "
                         "(%s); the next warn or deny run proves whether admission judges with what it writes"
