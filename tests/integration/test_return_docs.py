@@ -48,6 +48,7 @@ PLAYBOOK = """
     gpurt.runtime_gate.node_labels: {kubeconfig: "%(kubeconfig)s"}
     gpurt.runtime_gate.node_fence: {kubeconfig: "%(kubeconfig)s"}
     gpurt.runtime_gate.admission_policy: {kubeconfig: "%(kubeconfig)s"}
+    gpurt.runtime_gate.runtimeclass_admission_info: {kubeconfig: "%(kubeconfig)s"}
   tasks:
     - gpurt.runtime_gate.controller_check:
       register: r_controller_check
@@ -87,6 +88,8 @@ PLAYBOOK = """
         gate_manifests: "{{ (lookup('ansible.builtin.file', '%(policy)s') | ansible.builtin.from_yaml)['items'] }}"
       check_mode: true
       register: r_admission_policy
+    - gpurt.runtime_gate.runtimeclass_admission_info:
+      register: r_runtimeclass_admission_info
     - gpurt.runtime_gate.bootstrap_sandbox:
         root: "%(sandbox)s"
         files:
@@ -198,6 +201,7 @@ PLAYBOOK = """
           {{ {'controller_check': [r_controller_check], 'runtimeclass_info': [r_runtimeclass_info],
               'node_info': [r_node_info], 'runtimeclass': [r_runtimeclass],
               'node_labels': [r_node_labels], 'node_fence': [r_node_fence], 'admission_policy': [r_admission_policy],
+              'runtimeclass_admission_info': [r_runtimeclass_admission_info],
               'bootstrap_sandbox': [r_bootstrap_sandbox],
               'containerd_config_info': [hostvars['node-a'].gpurt_loaded],
               'register_runtimes_node': [hostvars['node-a'].r_register_runtimes_node],
@@ -261,6 +265,8 @@ def test_every_module_ran(results):
     assert [(n["node"], n["action"]) for n in labels["nodes"]] in (
         [("rdocs-node-a", "labeled"), ("rdocs-node-gone", "no node")],
         [("rdocs-node-a", "unchanged"), ("rdocs-node-gone", "no node")]), labels
+    proof = results["runtimeclass_admission_info"][0]
+    assert proof["enforced"] is True and "RuntimeClass" in proof["plugins"], proof
     gate = results["admission_policy"][0]
     assert gate["changed"] is True and sorted(o["kind"] for o in gate["objects"]) == [
         "ConfigMap", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"], gate
