@@ -262,14 +262,18 @@ def probe_handler(params_data):
     return handler
 
 
+def probe_runtimeclass(handler):
+    """A RuntimeClass of handler under a fresh name, sent only as a dry-run create (the enforcement probes)."""
+    return {"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass", "metadata": {"name": PROBE_PREFIX + os.urandom(4).hex()},
+            "handler": handler}
+
+
 def enforced(session, mode, handler, field_manager, written):
     """(True, what the apiserver said) when our policy refused (deny) or warned about (warn) a dry-run create of
     a RuntimeClass with handler, quoting the parameters' revision written; else (False, what it said, the
     revision it quoted when that was another one)."""
-    name = PROBE_PREFIX + os.urandom(4).hex()
-    body = {"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass", "metadata": {"name": name}, "handler": handler}
     try:
-        session.create("runtimeclasses", body, field_manager, dry_run=True)
+        session.create("runtimeclasses", probe_runtimeclass(handler), field_manager, dry_run=True)
     except kube.KubeError as exc:
         if not (exc.status in (400, 403, 422) and POLICY_NAME in str(exc)):
             raise

@@ -7,10 +7,9 @@ changes nothing. A dry-run create of a RuntimeClass passes admission (so the plu
 create on this apiserver), then the apiserver's admission metrics must name the plugin. Read-only but for
 that dry run, so check mode proves it too."""
 
-import os
-
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _k8s as kube
-from ansible_collections.gpurt.runtime_gate.plugins.module_utils._k8s.admission_apply import PROBE_HANDLER, PROBE_PREFIX
+from ansible_collections.gpurt.runtime_gate.plugins.module_utils._k8s.admission_apply import (
+    PROBE_HANDLER, probe_runtimeclass)
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils._k8s.admission_metrics import (
     RUNTIMECLASS_PLUGIN, plugins_seen, runtimeclass_verdict)
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils._k8s.gate_names import GATE_FIELD_MANAGER
@@ -29,10 +28,8 @@ def argument_spec():
 def probe(session, field_manager):
     """Send a dry-run create of a RuntimeClass through admission; None, or what refused it (a policy's refusal
     comes after the mutating plugins, so the metrics count it all the same)."""
-    body = {"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass",
-            "metadata": {"name": PROBE_PREFIX + os.urandom(4).hex()}, "handler": PROBE_HANDLER}
     try:
-        session.create("runtimeclasses", body, field_manager, dry_run=True)
+        session.create("runtimeclasses", probe_runtimeclass(PROBE_HANDLER), field_manager, dry_run=True)
     except kube.KubeError as exc:
         return str(exc)
     return None
@@ -46,17 +43,17 @@ def prove(session, field_manager):
                            raw=True)[1]
     seen = plugins_seen(data.decode("utf-8", "replace"))
     enforced, why = runtimeclass_verdict(seen)
-    where = "kube-apiserver at %s" % session.server
+    where, plugins = "kube-apiserver at %s" % session.server, seen or {}
     if enforced:
-        return True, "proven: %s: %s" % (where, why), seen or {}
+        return True, "proven: %s: %s" % (where, why), plugins
     if enforced is False:
         return False, ("the RuntimeClass selectors are not enforced: %s does not run its %s admission plugin (%s), "
                        "so pods of a gated class are not given its nodeSelector and may land on Nodes that never "
                        "verified its handler: turn the plugin on (it is on by default: remove %s from "
-                       "--disable-admission-plugins)" % (where, RUNTIMECLASS_PLUGIN, why, RUNTIMECLASS_PLUGIN)), seen
+                       "--disable-admission-plugins)" % (where, RUNTIMECLASS_PLUGIN, why, RUNTIMECLASS_PLUGIN)), plugins
     after = "after a dry-run create of a RuntimeClass%s" % (" (refused: %s)" % refused if refused else "")
     return None, ("the RuntimeClass selectors' enforcement is not proven: %s, %s: %s; %s"
-                  % (after, where, why, ASSUME_HINT)), seen or {}
+                  % (after, where, why, ASSUME_HINT)), plugins
 
 
 def run(module):
