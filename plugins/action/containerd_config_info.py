@@ -44,6 +44,8 @@ class ActionModule(ActionBase):
             if from_vars:
                 msg = user_words.in_user_words(msg, node_options.variable_names())
             result["msg"] = "%s: %s%s" % (host, msg, " (host variables: %s)" % ", ".join(named) if named else "")
+        if boolean(self._task.args.get("packed", False), strict=False):
+            result = parse_gathered.pack(result)
         return result
 
     def _module_args(self, task_vars):

@@ -135,6 +135,17 @@ options:
         whole play, for every host.
     type: bool
     default: false
+  packed:
+    description:
+      - Return the gathered facts as one JSON text, RV(packed), beside C(changed), C(failed) and C(msg), in
+        place of the keys listed below.
+      - For a play over many hosts that hands the result to M(gpurt.runtime_gate.audit_report) or
+        M(gpurt.runtime_gate.runtime_check), which read both forms, as the C(gpurt.runtime_gate.audit) playbook
+        does. ansible-core keeps every host's result twice until the task has ended on all hosts (the result it
+        received and the registered copy), and a copy shares a text but copies every dict and list. Measured on a
+        containerd 2.1 node, 5.4 KiB as text against about 20 KiB of Python objects for each copy.
+    type: bool
+    default: false
   host_vars:
     description:
       - Take each option the task does not set from the host's variable for it, as the
@@ -193,6 +204,11 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+packed:
+  description:
+    - With O(packed=true), every other key below as one JSON object in a text.
+  returned: with O(packed=true)
+  type: str
 containerd_bin:
   description: The containerd binary that ran.
   returned: always
@@ -597,6 +613,8 @@ def main():
             shim_dirs=dict(type="list", elements="path"),
             # read by the action plugin, which drops the texts once it parsed them
             keep_texts=dict(type="bool", default=False),
+            # read by the action plugin, which packs the result it returns
+            packed=dict(type="bool", default=False),
             # read by the action plugin, which fills the options from the host's variables
             host_vars=dict(type="bool", default=False),
         ),

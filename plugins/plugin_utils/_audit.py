@@ -72,8 +72,12 @@ def not_checked_reason(result):
 
 
 def audit_host(name, gathered, runtimeclasses, labels=None, allocatable=None, options=None):
-    """A report entry for one host from its gather result."""
+    """A report entry for one host from its gather result (as returned, or packed: parse_gathered.pack())."""
     options = options or {}
+    try:
+        gathered = parse_gathered.unpack(gathered)
+    except ValueError as exc:
+        raise AuditInputError("%s: %s" % (name, exc))
     fail_on = options.get("fail_on", "error")
     reason = not_checked_reason(gathered)
     if reason is not None:

@@ -3,6 +3,7 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Controller side of gathering: turn the texts a node reported into parsed summaries."""
 
+import json
 import os
 
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _ownership as ownership
@@ -153,3 +154,37 @@ def drop_texts(result):
         entry.pop("content", None)
         entry.pop("load", None)  # its verdict is in parsed.load
     return result
+
+
+PACKED = "packed"
+# What ansible-core itself reads or sets on a task result: never packed.
+_RESULT_KEYS = frozenset(("changed", "failed", "msg", "skipped", "skip_reason", "unreachable", "warnings",
+                          "deprecations", "exception", "invocation", "failed_when_result", "changed_when_result"))
+
+
+def pack(result):
+    """A gather result with its facts as one JSON text under ``packed``, ansible's own keys beside it.
+
+    ansible-core's linear strategy holds every host's raw result until the task ends on all of them, and the
+    registered copy beside it: a tree's dicts and lists are copied, a text is shared. Measured on a containerd
+    2.1 node: 5.4 KiB as text against about 20 KiB of Python objects per copy."""
+    facts = dict((key, value) for key, value in result.items() if key not in _RESULT_KEYS and not key.startswith("_ansible"))
+    out = dict((key, value) for key, value in result.items() if key not in facts)
+    out[PACKED] = json.dumps(facts, separators=(",", ":"), sort_keys=True)
+    return out
+
+
+def unpack(result):
+    """A gather result as containerd_config_info returns it without ``packed``; any other value unchanged
+    (an unreachable or skipped host's result has nothing packed). A text that is not a packed gather raises
+    ValueError."""
+    if not isinstance(result, dict) or PACKED not in result:
+        return result
+    try:
+        facts = json.loads(result[PACKED])
+    except (TypeError, ValueError) as exc:
+        raise ValueError("the gather result's packed facts are not JSON (%s)" % exc)
+    if not isinstance(facts, dict):
+        raise ValueError("the gather result's packed facts are not an object")
+    facts.update((key, value) for key, value in result.items() if key != PACKED)
+    return facts

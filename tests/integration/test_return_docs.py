@@ -109,6 +109,11 @@ PLAYBOOK = """
         shim_dirs: ["{{ gpurt_root }}/opt/kata/bin"]
         keep_texts: true
       register: gpurt_loaded
+    - gpurt.runtime_gate.containerd_config_info:
+        containerd_bin: "{{ gpurt_containerd_bin }}"
+        config_path: "{{ gpurt_containerd_config_path }}"
+        packed: true
+      register: r_containerd_config_info_packed
     - gpurt.runtime_gate.register_runtimes_node:
         step: gather
         containerd_bin: "{{ gpurt_containerd_bin }}"
@@ -203,7 +208,8 @@ PLAYBOOK = """
               'node_labels': [r_node_labels], 'node_fence': [r_node_fence], 'admission_policy': [r_admission_policy],
               'runtimeclass_admission_info': [r_runtimeclass_admission_info],
               'bootstrap_sandbox': [r_bootstrap_sandbox],
-              'containerd_config_info': [hostvars['node-a'].gpurt_loaded],
+              'containerd_config_info': [hostvars['node-a'].gpurt_loaded,
+                                         hostvars['node-a'].r_containerd_config_info_packed],
               'register_runtimes_node': [hostvars['node-a'].r_register_runtimes_node],
               'runtime_check': [hostvars['node-a'].r_runtime_check],
               'audit_report': [hostvars['node-a'].r_audit_report],
@@ -290,3 +296,6 @@ def test_every_returned_key_is_documented(results, docs, name):
     for result in results[name]:
         assert result.get("failed") is not True or result.get("refused"), result.get("msg")
         assert module_docs.undocumented_keys(result, documented) == [], module_docs.undocumented_keys(result, documented)
+        if "packed" in result:  # containerd_config_info's packed facts: the keys it documents, in one text
+            facts = json.loads(result["packed"])
+            assert "loaded" in facts and module_docs.undocumented_keys(facts, documented) == []

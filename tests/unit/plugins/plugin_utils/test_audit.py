@@ -313,3 +313,19 @@ def test_host_result_item_walks_only_that_item_of_a_result_every_host_shares():
     assert audit.host_result_item(hostvars, "b", "_batch", "nodes", "b") == {"status": "OK", "msg": "x's value"}
     assert audit.host_result_item(hostvars, "d", "_batch", "nodes", "d") is None
     assert views == ["b"]
+
+
+@pytest.mark.parametrize("result", [
+    gathered(), gathered(("runc",)), {"failed": False, "failed_when_result": False, "msg": "n1: no containerd"},
+    dict(gathered(), refused={"cause": "x"}, loaded=None, failed=True, msg="containerd refused it"),
+])
+def test_a_packed_gather_is_judged_as_the_gather_it_packs(result):
+    classes = [rc("nvidia"), rc("kata", selector={"k": "1"})]
+    packed = parse_gathered.pack(dict(result))
+    assert "packed" in packed
+    assert audit.audit_host("n1", packed, classes, labels={}) == audit.audit_host("n1", result, classes, labels={})
+
+
+def test_packed_facts_that_are_no_gather_name_the_host():
+    with pytest.raises(audit.AuditInputError, match="^n1: the gather result's packed facts are not JSON"):
+        audit.audit_host("n1", {"packed": "{"}, [rc("nvidia")])

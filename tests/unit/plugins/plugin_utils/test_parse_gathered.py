@@ -39,3 +39,54 @@ def test_a_refused_config_has_no_load_warnings():
         {"dump": None, "refused": {"cause": "x"}, "files": [], "dump_warnings": [ignored("x", V2)]}
     )
     assert result["load_warnings"] == []
+
+
+def _gathered_result():
+    """A gather result as the action plugin returns it after a failed_when: false (the audit's gather)."""
+    main = dump_text("containerd-2.1-v3-nvidia.toml")
+    result = {"changed": False, "failed": False, "failed_when_result": False, "warnings": ["w"],
+              "dump": main, "refused": None, "dump_warnings": [ignored("x", V2)],
+              "files": [{"path": "/etc/containerd/config.toml", "role": "main", "content": main, "error": None}],
+              "_ansible_no_log": False}
+    return parse_gathered.drop_texts(parse_gathered.parse_gathered(result))
+
+
+def test_packed_keeps_ansibles_keys_beside_one_text_and_unpacks_to_the_same_result():
+    result = _gathered_result()
+    packed = parse_gathered.pack(dict(result))
+    assert sorted(packed) == ["_ansible_no_log", "changed", "failed", "failed_when_result", "packed", "warnings"]
+    assert isinstance(packed["packed"], str)
+    assert parse_gathered.unpack(packed) == result
+    assert "nvidia" in parse_gathered.unpack(packed)["loaded"]["runtime_names"]
+
+
+def test_what_has_nothing_packed_is_returned_as_it_is():
+    for value in (None, "text", {"unreachable": True, "msg": "m"}, {"skipped": True}):
+        assert parse_gathered.unpack(value) is value
+
+
+@pytest.mark.parametrize("text, message", [("{", "not JSON"), ("[1]", "not an object"), (None, "not JSON")])
+def test_packed_facts_that_are_no_gather_raise_value_error(text, message):
+    with pytest.raises(ValueError, match=message):
+        parse_gathered.unpack({"packed": text})
+
+
+def test_a_registered_copy_shares_the_packed_text_and_copies_a_tree():
+    """Why the audit packs: ansible-core registers module_response_deepcopy() of the result it holds until the
+    task ends on every host; a copy of the packed result costs a few dicts, of the tree all its containers."""
+    import sys
+    from ansible.vars.clean import module_response_deepcopy
+
+    def containers(value, seen):
+        if id(value) in seen or not isinstance(value, (dict, list)):
+            return 0
+        seen.add(id(value))
+        items = value.values() if isinstance(value, dict) else value
+        return sys.getsizeof(value) + sum(containers(item, seen) for item in items)
+
+    tree = _gathered_result()
+    packed = parse_gathered.pack(dict(tree))
+    assert module_response_deepcopy(packed)["packed"] is packed["packed"]
+    tree_copy = containers(module_response_deepcopy(tree), set())
+    packed_copy = containers(module_response_deepcopy(packed), set())
+    assert tree_copy > 10 * packed_copy
