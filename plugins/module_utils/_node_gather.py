@@ -22,7 +22,7 @@ from ansible_collections.gpurt.runtime_gate.plugins.module_utils import _restart
 from ansible_collections.gpurt.runtime_gate.plugins.module_utils._node_commands import (
     GatherError, cause_line, containerd_version, finish, find_binary, kill, loader_lines, memory_limit,
     parse_version, start, start_version)
-from ansible_collections.gpurt.runtime_gate.plugins.module_utils._node_running_view import find_daemon, running_view
+from ansible_collections.gpurt.runtime_gate.plugins.module_utils._node_running_view import Daemons, running_view
 
 if TYPE_CHECKING:  # the declared shape, for readers and type checkers: the node never compiles it
     from ansible_collections.gpurt.runtime_gate.plugins.module_utils._gathered import Gathered
@@ -181,19 +181,19 @@ def containerd_path(root):
     return units.service_path(env, origins, units.unmerged_usr_under_root(root))
 
 
-def daemon_path(config_path):
+def daemon_path(config_path, daemons=None):
     """([dirs], where they come from) of the PATH in the environment of the one running containerd daemon whose
     config is config_path (a wrapper such as k3s' or a unit's Environment= set it: what its shims really get), or
     None when there is not exactly one such daemon or its environment cannot be read (another user's process,
     without root). Where they come from names no pid: the summary prints a finding once for all the nodes
-    that have it, and a pid would make each node's line its own."""
+    that have it, and a pid would make each node's line its own. daemons: the gather's Daemons."""
     try:
-        daemons = find_daemon(os.path.abspath(config_path))
+        found = (daemons or Daemons()).using(config_path)
     except OSError:
         return None
-    if len(daemons) != 1:
+    if len(found) != 1:
         return None
-    pid = daemons[0][0]
+    pid = found[0][0]
     try:
         with open("/proc/%d/environ" % pid, "rb") as handle:
             environ = handle.read()
@@ -224,7 +224,7 @@ class RuntimeLookup(object):
     containerd's PATH: the running daemon's own (config_path names it; only on this machine's /), else the
     one its unit sets."""
 
-    def __init__(self, root, shim_dirs, containerd_bin, config_path=None):
+    def __init__(self, root, shim_dirs, containerd_bin, config_path=None, daemons=None):
         try:
             self.root = host_paths.host_root(root)
         except ValueError as exc:
@@ -232,6 +232,7 @@ class RuntimeLookup(object):
         self.shim_dirs = shim_dirs
         self.containerd_dir = os.path.dirname(containerd_bin)
         self.config_path = config_path
+        self.daemons = daemons
         self._dirs = None
         self.path_from = None
 
@@ -240,7 +241,7 @@ class RuntimeLookup(object):
         """The search directories, found when a bare name first needs them (a node whose runtimes all name
         absolute paths reads neither /proc nor a unit)."""
         if self._dirs is None:
-            found = daemon_path(self.config_path) if self.config_path and self.root == "/" else None
+            found = daemon_path(self.config_path, self.daemons) if self.config_path and self.root == "/" else None
             path_dirs, self.path_from = found or containerd_path(self.root)
             self._dirs = search_dirs(self.root, path_dirs, self.shim_dirs)
         return self._dirs
@@ -361,7 +362,8 @@ def gather(params, ran=None) -> Gathered:
     names = set()
     for text in texts:
         names.update(node_config_text.binary_names(text))
-    lookup = RuntimeLookup(params.get("host_root"), params.get("shim_dirs"), binary, config_path)
+    daemons = Daemons()
+    lookup = RuntimeLookup(params.get("host_root"), params.get("shim_dirs"), binary, config_path, daemons)
     result["paths"] = dict((name, lookup.binary(name)) for name in sorted(names))
     runtime_paths, shims = runtime_path_facts(texts, lookup)
     for path, facts in runtime_paths.items():
@@ -388,5 +390,5 @@ def gather(params, ran=None) -> Gathered:
     result["restart_marker"] = restart_marker.read(params, config_path) if params.get("read_marker", True) else None
     if params.get("gather_running", True):
         loaded_files = [f["path"] for f in files if f["role"] in ("main", "imported") and f["content"] is not None]
-        result["running"] = running_view(params, config_path, config_text, dump, loaded_files, timeout)
+        result["running"] = running_view(params, config_path, config_text, dump, loaded_files, timeout, daemons)
     return result

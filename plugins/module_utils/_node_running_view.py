@@ -166,6 +166,21 @@ def find_daemon(config_path):
     return sorted(found)
 
 
+class Daemons(object):
+    """find_daemon() once per config file within one gather: the runtime lookup (the daemon's PATH) and the
+    running view read the same daemons milliseconds apart, and each search reads every process's cmdline."""
+
+    def __init__(self):
+        self._found = {}
+
+    def using(self, config_path):
+        """find_daemon(config_path), searched on the first call; an OSError is raised and not kept."""
+        key = os.path.abspath(config_path)
+        if key not in self._found:
+            self._found[key] = find_daemon(key)
+        return self._found[key]
+
+
 def systemd_start_time(timeout, unit="containerd.service"):
     """Epoch seconds of the unit's ActiveEnterTimestamp, or None."""
     argv = ["systemctl", "show", unit, "--property=ActiveEnterTimestampMonotonic"]
@@ -190,13 +205,14 @@ def newest_mtime(paths):
     return max(times) if times else None
 
 
-def running_view(params, config_path, config_text, dump, loaded_files, timeout):
+def running_view(params, config_path, config_text, dump, loaded_files, timeout, daemons=None):
     """What the running daemon loaded at its start: `crictl info` where crictl and the CRI
     socket answer, else the daemon's start time against the newest loaded file's mtime.
 
     Keys: source (crictl, process, none), runtimes, runtime_details, default_runtime_name,
     enable_cdi, cdi_spec_dirs, daemon_started, config_newest_mtime, error; and endpoint,
-    crictl_error (why crictl gave no view), started_from (proc, systemd) and pid.
+    crictl_error (why crictl gave no view), started_from (proc, systemd) and pid. daemons: the gather's
+    Daemons, when it searched them already.
     """
     endpoint = params.get("cri_endpoint") or endpoint_of(grpc_address(dump) or grpc_address(config_text))
     view = {"source": "none", "runtimes": None, "runtime_details": None, "default_runtime_name": None,
@@ -210,7 +226,7 @@ def running_view(params, config_path, config_text, dump, loaded_files, timeout):
     view["crictl_error"] = crictl_error
     errors = [crictl_error]
     try:
-        daemons = find_daemon(config_path)
+        daemons = (daemons or Daemons()).using(config_path)
     except OSError as exc:
         daemons = []
         errors.append("cannot list processes: %s" % (exc.strerror or exc))

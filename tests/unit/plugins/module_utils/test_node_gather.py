@@ -379,3 +379,25 @@ def test_a_gather_result_has_only_keys_its_return_documents(tmp_path):
     assert module_docs.undocumented_keys(parse_gathered.parse_gathered(dict(result)), documented) == []
     kept = parse_gathered.drop_texts(parse_gathered.parse_gathered(result))
     assert "dump" not in kept and all("content" not in f and "parsed" in f for f in kept["files"])
+
+
+def test_one_gather_reads_the_processes_once(tmp_path, monkeypatch):
+    """The runtime lookup (a bare BinaryName: the daemon's PATH) and the running view (no crictl) both need the
+    daemons that use the config: one search of /proc serves both."""
+    fake = FakeContainerd(tmp_path, dump='version = 2\n[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.nvidia]\n'
+                                         '  runtime_type = "io.containerd.runc.v2"\n'
+                                         '  [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.nvidia.options]\n'
+                                         '    BinaryName = "nvidia-container-runtime"\n')
+    write(tmp_path / "etc/containerd/config.toml", "version = 2\n")
+    listed = []
+    real_listdir = os.listdir
+
+    def listdir(path):
+        listed.append(path)
+        return real_listdir(path)
+
+    monkeypatch.setattr(os, "listdir", listdir)
+    result = gather.gather(params(tmp_path, fake.path, gather_running=True))
+    assert result["paths"]["nvidia-container-runtime"]["path_from"] is not None
+    assert result["running"]["crictl_error"] and "no running containerd daemon" in result["running"]["error"]
+    assert listed.count("/proc") == 1
