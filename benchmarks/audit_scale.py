@@ -509,7 +509,7 @@ def profile_junit(junit_dir):
 
 RESULT_SIZE_PLAYBOOK = """\
 ---
-# The size of what the audit registers per host (gpurt_loaded), without and with the raw texts.
+# The size of what the audit registers per host (gpurt_loaded's packed text), without and with the raw texts.
 - name: Size of the registered gather result
   hosts: all
   gather_facts: false
@@ -519,10 +519,11 @@ RESULT_SIZE_PLAYBOOK = """\
         host_vars: true
         on_refused: report
         keep_texts: "{{ gpurt_keep_texts | bool }}"
+        packed: true
       register: gpurt_loaded
-    - name: Write its JSON size
+    - name: Write its size
       ansible.builtin.copy:
-        content: "{{ gpurt_loaded | to_json | length }}"
+        content: "{{ gpurt_loaded.packed | length }}"
         dest: "{{ gpurt_size_dir }}/{{ inventory_hostname }}-{{ gpurt_keep_texts }}"
         mode: "0644"
       delegate_to: localhost
@@ -530,7 +531,7 @@ RESULT_SIZE_PLAYBOOK = """\
 
 
 def result_sizes(args, fleet, workdir, env):
-    """{(host, keep_texts): JSON bytes of the registered gather result} on a 2.1 and a 1.7 node."""
+    """{(host, keep_texts): characters of the registered gather result's packed text} on a 2.1 and a 1.7 node."""
     playbook = os.path.join(workdir, "result-size.yml")
     with open(playbook, "w") as handle:
         handle.write(RESULT_SIZE_PLAYBOOK)
@@ -710,7 +711,7 @@ def main(argv=None):
               + ", ".join("N=%d %.0f KiB (%.2f KiB per host)"
                           % (r["n"], r["report_bytes"] / 1024.0, r["report_bytes"] / 1024.0 / r["n"]) for r in rows))
         if sizes_of_result:
-            print("registered gather result per host (JSON of gpurt_loaded): " + ", ".join(
+            print("registered gather result per host (gpurt_loaded's packed text): " + ", ".join(
                 "%s %.1f KiB (%.1f KiB with keep_texts=true)" % (
                     fleet.versions[host], sizes_of_result[(host, False)] / 1024.0, sizes_of_result[(host, True)] / 1024.0)
                 for host in fleet.names[:2]))
