@@ -90,3 +90,9 @@ def test_a_registered_copy_shares_the_packed_text_and_copies_a_tree():
     tree_copy = containers(module_response_deepcopy(tree), set())
     packed_copy = containers(module_response_deepcopy(packed), set())
     assert tree_copy > 10 * packed_copy
+
+
+def test_a_value_json_has_no_type_for_is_packed_as_its_text():
+    import datetime
+    packed = parse_gathered.pack({"changed": False, "loaded": {"stamp": datetime.date(1979, 5, 27)}})
+    assert parse_gathered.unpack(packed)["loaded"] == {"stamp": "1979-05-27"}
