@@ -226,19 +226,19 @@ def running_view(params, config_path, config_text, dump, loaded_files, timeout, 
     view["crictl_error"] = crictl_error
     errors = [crictl_error]
     try:
-        daemons = (daemons or Daemons()).using(config_path)
+        found = (daemons or Daemons()).using(config_path)
     except OSError as exc:
-        daemons = []
+        found = []
         errors.append("cannot list processes: %s" % (exc.strerror or exc))
-    if len(daemons) == 1:
-        pid = daemons[0][0]
+    if len(found) == 1:
+        pid = found[0][0]
         try:
             view.update(source="process", started_from="proc", pid=pid, daemon_started=process_start_time(pid))
         except (IOError, OSError, ValueError, IndexError) as exc:
             errors.append("cannot read the start time of containerd pid %d: %s" % (pid, exc))
-    elif daemons:
+    elif found:
         errors.append("%d containerd daemons use %s (pids %s)" % (
-            len(daemons), config_path, ", ".join(str(pid) for pid, _argv in daemons)))
+            len(found), config_path, ", ".join(str(pid) for pid, _argv in found)))
     else:
         errors.append("no running containerd daemon uses %s" % config_path)
         # /proc may hide other users' processes (hidepid); systemd still knows the unit's start.
