@@ -4,14 +4,14 @@
 """Run the containerd_config_info module on the node, then parse its TOML on the controller."""
 
 from ansible.module_utils.parsing.convert_bool import boolean
-from ansible.plugins.action import ActionBase
 
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _node_options as node_options
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _parse_gathered as parse_gathered
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _user_words as user_words
+from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils._worker_action import WorkerAction
 
 
-class ActionModule(ActionBase):
+class ActionModule(WorkerAction):
     _supports_check_mode = True
     _supports_async = False
 

@@ -10,7 +10,6 @@ of the planned files and the staged load of them (2), unless the gather already 
 
 from ansible.errors import AnsibleError
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
-from ansible.plugins.action import ActionBase
 
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _node_options as node_options
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _parse_gathered as parse_gathered
@@ -20,6 +19,7 @@ from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _user_wo
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils._remediation import ownership_gate
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils._remediation import restart_proof
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils._remediation import speculation
+from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils._worker_action import WorkerAction
 
 NODE_MODULE = "gpurt.runtime_gate.register_runtimes_node"
 
@@ -50,7 +50,7 @@ def _node_files(the_plan):
             for f in the_plan["writes"] + the_plan["removes"]]
 
 
-class ActionModule(ActionBase):
+class ActionModule(WorkerAction):
     TRANSFERS_FILES = False
     _supports_check_mode = True
     _supports_async = False

@@ -4,10 +4,10 @@
 """The base class of the action plugins that work in the controller process and run no module. It transfers no
 file, supports check mode but not async, and checks the task's arguments against the plugin's own spec."""
 
-from ansible.plugins.action import ActionBase
+from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils._worker_action import WorkerAction
 
 
-class ControllerAction(ActionBase):
+class ControllerAction(WorkerAction):
     TRANSFERS_FILES = False
     _supports_check_mode = True
     _supports_async = False

@@ -12,10 +12,10 @@ import os
 import sys
 
 from ansible.module_utils.common.parameters import remove_values
-from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _user_words as user_words
+from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils._worker_action import WorkerAction
 
 display = Display()
 
@@ -34,7 +34,7 @@ def same_interpreter(path, executable=None):
         return False
 
 
-class ListingAction(ActionBase):
+class ListingAction(WorkerAction):
     """Subclasses set NAME, the module's name in module_utils/_k8s/listing.LISTINGS. (that module is imported
     only when the listing runs here: loading this class in the main process must not import the
     kubernetes client there.)"""
