@@ -7,6 +7,7 @@ import multiprocessing
 import os
 
 import pytest
+from ansible.plugins.action import ActionBase
 
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _worker_action as worker_action
 
@@ -46,7 +47,22 @@ def test_a_process_nobody_forked_freezes_nothing(no_frozen_objects):
     assert gc.get_freeze_count() == 0
 
 
+class _ReachedActionBase(Exception):
+    pass
+
+
 @pytest.mark.parametrize("name", sorted(f[:-3] for f in os.listdir(ACTION_DIR) if f.endswith(".py")))
-def test_every_action_plugin_freezes_its_workers_heap_first(name):
+def test_every_action_plugin_freezes_its_workers_heap_first(name, monkeypatch):
     action = importlib.import_module("ansible_collections.gpurt.runtime_gate.plugins.action." + name).ActionModule
     assert issubclass(action, worker_action.WorkerAction)
+    calls = []
+    monkeypatch.setattr(worker_action, "freeze_inherited_heap", lambda: calls.append("freeze"))
+
+    def action_base_run(self, tmp=None, task_vars=None):
+        calls.append("ActionBase.run")
+        raise _ReachedActionBase()
+    monkeypatch.setattr(ActionBase, "run", action_base_run)
+    # every plugin calls ActionBase.run before anything else: the freeze must come before it
+    with pytest.raises(_ReachedActionBase):
+        action.__new__(action).run(None, {})
+    assert calls == ["freeze", "ActionBase.run"]
