@@ -9,6 +9,7 @@ from tests.lib import ansible_run
 
 NAMESPACE = "gpurt.runtime_gate"
 MODULES_DIR = os.path.join(ansible_run.REPO, "plugins", "modules")
+ACTIONS_DIR = os.path.join(ansible_run.REPO, "plugins", "action")
 
 # Keys every module may return without documenting them ("Common return values" of the Ansible
 # docs, and what the executor adds to a result).
@@ -21,6 +22,11 @@ COMMON_RETURN = frozenset(("changed", "failed", "skipped", "msg", "invocation", 
 
 def module_names():
     return sorted(name[:-3] for name in os.listdir(MODULES_DIR) if name.endswith(".py") and name != "__init__.py")
+
+
+def action_names():
+    """The collection's action plugins (plugins/action/*.py)."""
+    return sorted(name[:-3] for name in os.listdir(ACTIONS_DIR) if name.endswith(".py"))
 
 
 def load_docs(names=None):

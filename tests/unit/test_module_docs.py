@@ -32,8 +32,7 @@ def docs():
 
 
 def test_every_action_plugin_with_its_own_spec_is_listed(docs):
-    actions = sorted(name[:-3] for name in os.listdir(os.path.join(module_docs.MODULES_DIR, "..", "action"))
-                     if name.endswith(".py"))
+    actions = module_docs.action_names()
     # These actions pass every option to their real module or validate them with its spec (checked by
     # validate-modules): containerd_config_info, and the list modules (plugin_utils/_listing_action).
     assert sorted(list(ACTION_SPECS) + ["containerd_config_info", "node_info", "runtimeclass_info"]) == actions

@@ -4,15 +4,12 @@ zip build); a process nobody forked freezes nothing."""
 import gc
 import importlib
 import multiprocessing
-import os
 
 import pytest
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.gpurt.runtime_gate.plugins.plugin_utils import _worker_action as worker_action
-
-ACTION_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__)))))), "plugins", "action")
+from tests.lib import module_docs
 
 
 def _freeze_in_child(conn, inherited):
@@ -51,7 +48,7 @@ class _ReachedActionBase(Exception):
     pass
 
 
-@pytest.mark.parametrize("name", sorted(f[:-3] for f in os.listdir(ACTION_DIR) if f.endswith(".py")))
+@pytest.mark.parametrize("name", module_docs.action_names())
 def test_every_action_plugin_freezes_its_workers_heap_first(name, monkeypatch):
     action = importlib.import_module("ansible_collections.gpurt.runtime_gate.plugins.action." + name).ActionModule
     assert issubclass(action, worker_action.WorkerAction)
